@@ -1,0 +1,26 @@
+# paralab: `make serve` installs and serves; `make test` installs and runs every test.
+PYTHON ?= python3
+PIP = $(PYTHON) -m pip
+TORCH_CPU = torch==2.13.0
+
+.PHONY: install install-test browser serve test bench
+
+install:
+	$(PIP) install -q $(TORCH_CPU) || $(PIP) install -q torch
+	$(PIP) install -q -e .
+
+install-test: install
+	$(PIP) install -q -e '.[test]'
+
+# Debian's chromium for the Playwright tests (never `playwright install`: it downloads a browser).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+
+serve: install
+	$(PYTHON) -m app
+
+test: install-test browser
+	$(PYTHON) -m pytest -q
+
+bench: install
+	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py

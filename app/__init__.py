@@ -1,0 +1,1 @@
+"""The paralab server: pages, REST, websocket streaming, the run manager, recording and trace export."""

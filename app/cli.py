@@ -1,0 +1,40 @@
+"""`paralab` / `python -m app`: parse flags, then serve."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.settings import Settings
+
+
+def parse_settings(argv: list[str] | None = None) -> Settings:
+    defaults = Settings()
+    parser = argparse.ArgumentParser(prog="paralab", description="Serve the paralab live parallelism lab.")
+    parser.add_argument("--host", default=defaults.HOST, help="address to listen on (default %(default)s)")
+    parser.add_argument("--port", type=int, default=defaults.PORT, help="port (default %(default)s)")
+    parser.add_argument("--data-dir", default=str(defaults.DATA_DIR), help="where runs are recorded")
+    parser.add_argument("--backend", choices=["auto", "gloo", "nccl"], default=defaults.BACKEND,
+                        help="process-group backend; auto picks NCCL when CUDA has one GPU per rank")
+    parser.add_argument("--max-ranks", type=int, default=defaults.MAX_RANKS, help="largest world size allowed")
+    parser.add_argument("--time-limit", type=float, default=defaults.RUN_TIME_LIMIT_S,
+                        help="wall-clock limit of a run, seconds (default %(default)s)")
+    parser.add_argument("--max-concurrent-runs", type=int, default=defaults.MAX_CONCURRENT_RUNS)
+    parser.add_argument("--log-level", default=defaults.LOG_LEVEL)
+    args = parser.parse_args(argv)
+    return Settings(HOST=args.host, PORT=args.port, DATA_DIR=args.data_dir, BACKEND=args.backend,
+                    MAX_RANKS=args.max_ranks, RUN_TIME_LIMIT_S=args.time_limit,
+                    MAX_CONCURRENT_RUNS=args.max_concurrent_runs, LOG_LEVEL=args.log_level)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+
+    from app.main import create_app
+
+    settings = parse_settings(argv)
+    print(f"paralab: serving on http://{settings.HOST}:{settings.PORT}  (data in {settings.DATA_DIR})", flush=True)
+    uvicorn.run(create_app(settings), host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Typed dependencies that handlers declare."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException
+from starlette.requests import HTTPConnection
+
+from app.runs import Run, RunManager
+from app.settings import Settings
+
+
+def get_manager(connection: HTTPConnection) -> RunManager:
+    return connection.app.state.manager
+
+
+def get_settings(connection: HTTPConnection) -> Settings:
+    return connection.app.state.settings
+
+
+RunManagerDep = Annotated[RunManager, Depends(get_manager)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_run(run_id: str, manager: RunManagerDep) -> Run:
+    run = manager.get(run_id)
+    if run is None:
+        raise HTTPException(404, detail=f"no run with id {run_id!r}")
+    return run
+
+
+RunDep = Annotated[Run, Depends(get_run)]

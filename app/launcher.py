@@ -1,0 +1,74 @@
+"""The server's handle on the warm launcher process (`python -m workers.launcher`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from app.settings import REPO_ROOT
+from workers.launch_request import LaunchRequest
+
+
+class LauncherError(RuntimeError):
+    pass
+
+
+class Launcher:
+    def __init__(self):
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+        self._starting: asyncio.Task | None = None
+        self.info: dict = {}
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    @property
+    def ready(self) -> bool:
+        started = self._starting is not None and self._starting.done() and not self._starting.cancelled()
+        return started and self._starting.exception() is None and self.alive
+
+    async def start(self) -> None:
+        """Start the launcher (once; again if it died); returns when torch and the lessons are loaded."""
+        if self._starting is None or (self._starting.done() and not self.alive):
+            self._starting = asyncio.create_task(self._spawn())
+        await asyncio.shield(self._starting)
+
+    async def _spawn(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "workers.launcher", cwd=str(REPO_ROOT), env=env,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20)
+        line = await self._proc.stdout.readline()
+        if not line:
+            raise LauncherError(f"the launcher exited during start-up (status {await self._proc.wait()})")
+        self.info = json.loads(line)
+
+    async def launch(self, request: LaunchRequest) -> int:
+        """Fork the run's supervisor and ranks; returns the supervisor's pid (its process group)."""
+        async with self._lock:
+            await self.start()
+            self._proc.stdin.write((json.dumps({"launch": request.to_json()}) + "\n").encode())
+            await self._proc.stdin.drain()
+            line = await self._proc.stdout.readline()
+        if not line:
+            raise LauncherError("the launcher exited")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise LauncherError(reply["error"])
+        return reply["pid"]
+
+    async def stop(self) -> None:
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+        if not self.alive:
+            return
+        self._proc.stdin.close()
+        try:
+            await asyncio.wait_for(self._proc.wait(), 3)
+        except asyncio.TimeoutError:
+            self._proc.kill()
+            await self._proc.wait()

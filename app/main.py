@@ -1,0 +1,34 @@
+"""Assembles the app: settings, run manager, routers, static files, templates."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from app.hub import Hub
+from app.routes import lessons, pages, runs, ws
+from app.runs import RunManager
+from app.settings import REPO_ROOT, Settings, settings as default_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or default_settings
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await app.state.manager.start()
+        yield
+        await app.state.manager.stop()
+
+    app = FastAPI(title="paralab", version="1", lifespan=lifespan,
+                  description="A live visual lab for distributed-training parallelism.")
+    app.state.settings = settings
+    app.state.manager = RunManager(settings, Hub())
+    app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
+    app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
+    for module in (pages, lessons, runs, ws):
+        app.include_router(module.router)
+    return app

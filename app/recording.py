@@ -1,0 +1,80 @@
+"""Runs on disk: `DATA_DIR/runs/<id>/` holds `run.json` (what was asked and how it ended),
+`events.jsonl` (every event, in `seq` order) and `tensors/<tid>.json` (full tensors by id).
+A recorded run replays from these files alone, after a restart, with no ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class Recording:
+    def __init__(self, root: Path, run_id: str):
+        if not _SAFE_ID.match(run_id):
+            raise ValueError(f"bad run id {run_id!r}")
+        self.dir = root / run_id
+        self._events_file = None
+
+    @property
+    def exists(self) -> bool:
+        return (self.dir / "run.json").exists()
+
+    def create(self, meta: dict) -> None:
+        (self.dir / "tensors").mkdir(parents=True, exist_ok=True)
+        self.save_meta(meta)
+
+    def save_meta(self, meta: dict) -> None:
+        tmp = self.dir / "run.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, self.dir / "run.json")
+
+    def load_meta(self) -> dict:
+        return json.loads((self.dir / "run.json").read_text())
+
+    def append(self, line: str) -> None:
+        if self._events_file is None:
+            self._events_file = open(self.dir / "events.jsonl", "a", buffering=1)  # line-buffered: a crash loses nothing
+        self._events_file.write(line)
+
+    def flush(self) -> None:
+        if self._events_file is not None:
+            self._events_file.flush()
+
+    def close(self) -> None:
+        if self._events_file is not None:
+            self._events_file.close()
+            self._events_file = None
+
+    def load_events(self) -> list[dict]:
+        path = self.dir / "events.jsonl"
+        if not path.exists():
+            return []
+        events = []
+        with open(path) as f:
+            for line in f:
+                try:
+                    events.append(json.loads(line))
+                except json.JSONDecodeError:   # a line cut short by a crash
+                    break
+        return events
+
+    def save_tensor(self, blob: dict) -> None:
+        tensor_id = blob["blob"]
+        if _SAFE_ID.match(tensor_id):
+            (self.dir / "tensors" / f"{tensor_id}.json").write_text(json.dumps(blob))
+
+    def load_tensor(self, tensor_id: str) -> dict | None:
+        if not _SAFE_ID.match(tensor_id):
+            return None
+        path = self.dir / "tensors" / f"{tensor_id}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+def recorded_ids(root: Path) -> list[str]:
+    if not root.exists():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "run.json").exists())

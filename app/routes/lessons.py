@@ -1,0 +1,31 @@
+"""Lessons: what can be run, with the schema of each lesson's parameters."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException
+
+from app.schemas import LessonDetail, LessonPublic
+from workers.lessons import LESSONS, Lesson
+
+router = APIRouter(prefix="/api/lessons", tags=["lessons"])
+
+
+def lesson_public(lesson: Lesson) -> dict:
+    return {"id": lesson.id, "title": lesson.title, "summary": lesson.summary,
+            "params": lesson.params.model_json_schema(), "world_sizes": list(lesson.world_sizes)}
+
+
+@router.get("", response_model=list[LessonPublic])
+def read_lessons():
+    """Every lesson, with its parameters' JSON schema and allowed world sizes."""
+    return [lesson_public(lesson) for lesson in LESSONS.values()]
+
+
+@router.get("/{lesson_id}", response_model=LessonDetail)
+def read_lesson(lesson_id: str, lang: str = "en"):
+    """One lesson, with the source files the page shows and its explanation."""
+    lesson = LESSONS.get(lesson_id)
+    if lesson is None:
+        raise HTTPException(404, detail=f"no lesson {lesson_id!r}; known: {', '.join(LESSONS)}")
+    sources = [{"path": path, "text": text} for path, text in lesson.source_files()]
+    return {**lesson_public(lesson), "sources": sources, "explanation": lesson.explanation(lang)}

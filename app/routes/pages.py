@@ -1,0 +1,38 @@
+"""HTML pages: the lesson index and a lesson's live page. The page itself is ES modules in static/."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+
+from app.deps import SettingsDep
+from workers.lessons import LESSONS
+
+router = APIRouter(tags=["pages"], include_in_schema=False)
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request):
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, "index.html", {"lessons": list(LESSONS.values())})
+
+
+@router.get("/lessons/{lesson_id}", response_class=HTMLResponse)
+def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
+    lesson = LESSONS.get(lesson_id)
+    if lesson is None:
+        raise HTTPException(404, detail=f"no lesson {lesson_id!r}")
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
+
+
+@router.get("/healthz")
+def healthz(request: Request, settings: SettingsDep):
+    """Liveness, the backend and the GPUs the launcher sees."""
+    launcher = request.app.state.manager.launcher
+    devices = launcher.info.get("devices") if launcher.ready else None
+    backend = settings.BACKEND
+    if backend == "auto":
+        backend = "nccl" if devices else "gloo"
+    return {"status": "ok", "backend": backend, "devices": devices,
+            "launcher": "ready" if launcher.ready else "starting"}

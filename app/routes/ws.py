@@ -1,0 +1,75 @@
+"""`WS /ws/runs/{id}?since=N`: every recorded event after `seq` N, then live events, each exactly once.
+
+One task sends, one receives control messages (`{"op": "cancel"}`, and for step mode `step`,
+`continue`, `pause`). A client that falls too far behind is resynchronised from the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+
+from app.deps import RunManagerDep
+from app.runs import Run, RunManager
+
+router = APIRouter(tags=["websocket"])
+
+MAX_CONTROL_BYTES = 4096
+
+
+@router.websocket("/ws/runs/{run_id}")
+async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, since: int = 0):
+    run = manager.get(run_id)
+    await websocket.accept()
+    if run is None:
+        await websocket.send_json({"error": f"no run with id {run_id!r}"})
+        await websocket.close(code=4404)
+        return
+    async with manager.hub.subscribe(run.id) as subscriber:
+        backlog = manager.events_since(run, since)   # taken with no await after subscribing: no gap
+        sender = asyncio.create_task(_send(websocket, manager, run, subscriber, backlog, since))
+        try:
+            await _receive(websocket, manager, run)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            sender.cancel()
+
+
+async def _send(websocket: WebSocket, manager: RunManager, run: Run, subscriber, backlog, since: int):
+    last = since
+    for event in backlog:
+        await websocket.send_text(json.dumps(event, separators=(",", ":")))
+        last = event["seq"]
+    while True:
+        event = await subscriber.queue.get()
+        if subscriber.lagged:    # the queue overflowed: take what was missed from the log instead
+            subscriber.drain()
+            for missed in manager.events_since(run, last):
+                await websocket.send_text(json.dumps(missed, separators=(",", ":")))
+                last = missed["seq"]
+            continue
+        if event["seq"] <= last:
+            continue
+        await websocket.send_text(json.dumps(event, separators=(",", ":")))
+        last = event["seq"]
+
+
+async def _receive(websocket: WebSocket, manager: RunManager, run: Run):
+    while True:
+        text = await websocket.receive_text()
+        if len(text) > MAX_CONTROL_BYTES:
+            await websocket.send_json({"error": "control message too large"})
+            continue
+        try:
+            message = json.loads(text)
+            op = message["op"]
+        except (ValueError, KeyError, TypeError):
+            await websocket.send_json({"error": 'a control message is a JSON object with an "op"'})
+            continue
+        if op == "cancel":
+            manager.cancel(run)
+        else:
+            await websocket.send_json({"error": f"unknown control op {op!r}"})

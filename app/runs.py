@@ -1,0 +1,320 @@
+"""The run manager: queues runs, launches their ranks through the warm launcher, takes their events
+on the event port, numbers and records them, fans them out, and decides how each run ended."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass, field
+
+from app.hub import Hub
+from app.launcher import Launcher
+from app.recording import Recording, recorded_ids
+from app.settings import Settings
+from workers.launch_request import LaunchRequest
+from workers.protocol import FINAL_STATUSES, decode
+
+log = logging.getLogger("paralab.runs")
+
+_CHANNEL_DRAIN_S = 2.0      # after the supervisor's report, how long to wait for ranks' last bytes
+_KILL_GRACE_S = 5.0         # the server's own limit is the run's limit plus this
+
+
+@dataclass
+class Run:
+    id: str
+    lesson: str
+    world_size: int
+    params: dict
+    step: bool = False
+    backend: str = "gloo"
+    created_at: float = field(default_factory=time.time)
+    t0: float = field(default_factory=time.monotonic)
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    status: str = "queued"
+    error: dict | None = None
+    events: list[dict] = field(default_factory=list)
+    pid: int | None = None
+    channels_open: int = 0
+    report: dict | None = None
+    rank_errors: dict[int, dict] = field(default_factory=dict)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    @property
+    def checks(self) -> list[dict]:
+        return [e for e in self.events if e.get("kind") == "check"]
+
+    @property
+    def metrics(self) -> list[dict]:
+        return [e for e in self.events if e.get("kind") == "metric"]
+
+    def meta(self) -> dict:
+        return {"id": self.id, "lesson": self.lesson, "world_size": self.world_size, "params": self.params,
+                "step": self.step, "backend": self.backend, "created_at": self.created_at,
+                "status": self.status, "error": self.error, "event_count": len(self.events)}
+
+
+class QueueFull(Exception):
+    pass
+
+
+class RunManager:
+    def __init__(self, settings: Settings, hub: Hub, launcher: Launcher | None = None):
+        self.settings = settings
+        self.hub = hub
+        self.launcher = launcher or Launcher()
+        self.runs: dict[str, Run] = {}
+        self._recordings: dict[str, Recording] = {}
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._slots = asyncio.Semaphore(settings.MAX_CONCURRENT_RUNS)
+        self._tasks: set[asyncio.Task] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self.events_address = ""
+
+    @property
+    def runs_dir(self):
+        return self.settings.DATA_DIR / "runs"
+
+    # ---- life cycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self._mark_interrupted_runs()
+        self._server = await asyncio.start_server(self._on_channel, "127.0.0.1", 0, limit=1 << 22)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self.events_address = f"{host}:{port}"
+        self._spawn(self.launcher.start())
+        self._spawn(self._schedule())
+
+    async def stop(self) -> None:
+        for run in list(self.runs.values()):
+            if not run.final:
+                self._kill(run)
+                self._finish(run, "cancelled", {"kind": "cancelled", "message": "the server stopped"})
+        for task in self._tasks:
+            task.cancel()
+        if self._server is not None:
+            self._server.close()
+        await self.launcher.stop()
+        for recording in self._recordings.values():
+            recording.close()
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _mark_interrupted_runs(self) -> None:
+        """Runs the previous server left unfinished can never finish: say so in their record."""
+        for run_id in recorded_ids(self.runs_dir):
+            recording = Recording(self.runs_dir, run_id)
+            meta = recording.load_meta()
+            if meta.get("status") not in FINAL_STATUSES:
+                meta["status"] = "failed"
+                meta["error"] = {"kind": "interrupted", "message": "the server stopped while this run was in flight"}
+                recording.save_meta(meta)
+
+    # ---- creating, finding, cancelling ----------------------------------------------------------
+    def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str) -> Run:
+        queued = sum(1 for r in self.runs.values() if r.status == "queued")
+        if queued >= self.settings.MAX_QUEUED_RUNS:
+            raise QueueFull(f"{queued} runs are already queued; try again shortly")
+        run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
+                  step=step, backend=backend)
+        self.runs[run.id] = run
+        recording = self._recording(run.id)
+        recording.create(run.meta())
+        self.record(run, {"kind": "run", "status": "queued", "position": queued + 1})
+        self._queue.put_nowait(run.id)
+        return run
+
+    def get(self, run_id: str) -> Run | None:
+        if run_id in self.runs:
+            return self.runs[run_id]
+        try:
+            recording = self._recording(run_id)
+        except ValueError:
+            return None
+        if not recording.exists:
+            return None
+        meta = recording.load_meta()
+        run = Run(id=meta["id"], lesson=meta["lesson"], world_size=meta["world_size"], params=meta["params"],
+                  step=meta.get("step", False), backend=meta.get("backend", "gloo"),
+                  created_at=meta["created_at"], status=meta["status"], error=meta.get("error"),
+                  events=recording.load_events())
+        run.finished.set()
+        self.runs[run_id] = run
+        return run
+
+    def list(self, limit: int = 50) -> list[dict]:
+        metas = []
+        for run_id in recorded_ids(self.runs_dir):
+            run = self.runs.get(run_id)
+            metas.append(run.meta() if run else self._recording(run_id).load_meta())
+        return sorted(metas, key=lambda m: m["created_at"], reverse=True)[:limit]
+
+    def cancel(self, run: Run) -> None:
+        if run.final:
+            return
+        self._kill(run)
+        self._finish(run, "cancelled", {"kind": "cancelled", "message": "cancelled by the user"})
+
+    def events_since(self, run: Run, since: int) -> list[dict]:
+        return run.events[max(since, 0):]   # seq N sits at index N-1
+
+    def tensor(self, run: Run, tensor_id: str) -> dict | None:
+        return self._recording(run.id).load_tensor(tensor_id)
+
+    def _recording(self, run_id: str) -> Recording:
+        if run_id not in self._recordings:
+            self._recordings[run_id] = Recording(self.runs_dir, run_id)
+        return self._recordings[run_id]
+
+    # ---- events --------------------------------------------------------------------------------
+    def record(self, run: Run, event: dict) -> dict:
+        """Number an event, keep it, write it and send it to every subscriber of the run."""
+        event = {"seq": len(run.events) + 1, "rank": event.pop("rank", None),
+                 "t": round(event.pop("t", time.monotonic() - run.t0), 6), **event}
+        run.events.append(event)
+        self._recording(run.id).append(json.dumps(event, separators=(",", ":")) + "\n")
+        self.hub.publish(run.id, event)
+        if event["kind"] == "log" and event.get("level") == "error" and event["rank"] is not None:
+            run.rank_errors.setdefault(event["rank"], event)
+        return event
+
+    async def _on_channel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        run, rank = None, None
+        try:
+            hello = decode(await reader.readline())
+            run = self.runs.get(str(hello.get("hello")))
+            if run is None or run.final or not hmac.compare_digest(str(hello.get("token")), run.token):
+                return
+            rank = hello.get("rank")
+            if rank is not None:
+                run.channels_open += 1
+            while line := await reader.readline():
+                self._take(run, rank, decode(line))
+        except (ValueError, ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.warning("event channel of run %s rank %s: %s", run and run.id, rank, exc)
+        finally:
+            if run is not None and rank is not None:
+                run.channels_open -= 1
+            writer.close()
+
+    def _take(self, run: Run, rank: int | None, message: dict) -> None:
+        if run.final:
+            return
+        if "blob" in message:
+            self._recording(run.id).save_tensor(message)
+        elif "supervisor" in message:
+            run.report = message
+            self._spawn(self._conclude(run))
+        else:
+            message["rank"] = rank   # a rank speaks only for itself
+            self.record(run, message)
+
+    # ---- scheduling and ending -------------------------------------------------------------------
+    async def _schedule(self) -> None:
+        while True:
+            run_id = await self._queue.get()
+            await self._slots.acquire()
+            run = self.runs.get(run_id)
+            if run is None or run.final:
+                self._slots.release()
+                continue
+            self._spawn(self._execute(run))
+
+    async def _execute(self, run: Run) -> None:
+        try:
+            request = LaunchRequest(
+                run_id=run.id, token=run.token, lesson=run.lesson, world_size=run.world_size,
+                events_address=self.events_address, t0=run.t0,
+                time_limit_s=self.settings.RUN_TIME_LIMIT_S, params=run.params,
+                backend=run.backend, step=run.step)
+            run.status = "running"
+            self.record(run, {"kind": "run", "status": "running", "backend": run.backend})
+            run.pid = await self.launcher.launch(request)
+            try:
+                await asyncio.wait_for(run.finished.wait(), self.settings.RUN_TIME_LIMIT_S + _KILL_GRACE_S)
+            except asyncio.TimeoutError:
+                self._kill(run)
+                self._finish(run, "failed", self._timeout_error(run))
+        except Exception as exc:   # the launcher failed: the run fails, the server goes on
+            log.exception("run %s could not be launched", run.id)
+            self._finish(run, "failed", {"kind": "launch", "message": f"could not start the ranks: {exc}"})
+        finally:
+            self._slots.release()
+
+    async def _conclude(self, run: Run) -> None:
+        """The supervisor has reported: let the ranks' last events arrive, then end the run."""
+        deadline = time.monotonic() + _CHANNEL_DRAIN_S
+        while run.channels_open > 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        if run.final:
+            return
+        report = run.report or {}
+        if report.get("timed_out"):
+            self._finish(run, "failed", self._timeout_error(run))
+            return
+        failed = [e for e in report.get("exits", []) if e["code"] != 0 and not e.get("stopped")]
+        if not failed:
+            self._finish(run, "done", None)
+        else:
+            self._finish(run, "failed", self._crash_error(run, failed))
+
+    def _crash_error(self, run: Run, failed: list[dict]) -> dict:
+        first = failed[0]
+        rank = first["rank"]
+        raised = run.rank_errors.get(rank)
+        if raised is not None:
+            return {"kind": "crash", "rank": rank, "message": f"rank {rank} raised {raised['message']}",
+                    "site": raised.get("site"), "traceback": raised.get("traceback")}
+        code = first["code"]
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        return {"kind": "crash", "rank": rank, "message": f"rank {rank} {how}",
+                "site": self._last_site(run, rank)}
+
+    def _timeout_error(self, run: Run) -> dict:
+        limit = self.settings.RUN_TIME_LIMIT_S
+        where = {r: self._last_site(run, r) for r in range(run.world_size)}
+        return {"kind": "timeout", "message": f"the run passed its wall-clock limit of {limit:g} s",
+                "ranks": {str(r): site for r, site in where.items()}}
+
+    @staticmethod
+    def _last_site(run: Run, rank: int) -> str | None:
+        for event in reversed(run.events):
+            if event.get("rank") == rank and event.get("site"):
+                return event["site"]
+        return None
+
+    def _finish(self, run: Run, status: str, error: dict | None) -> None:
+        if run.final:
+            return
+        run.status, run.error = status, error
+        event = {"kind": "run", "status": status}
+        if error:
+            event["error"] = error
+        self.record(run, event)
+        recording = self._recording(run.id)
+        recording.flush()
+        recording.save_meta(run.meta())
+        run.finished.set()
+
+    @staticmethod
+    def _kill(run: Run) -> None:
+        if run.pid is None:
+            return
+        try:
+            os.killpg(run.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

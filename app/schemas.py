@@ -1,0 +1,42 @@
+"""Request and response bodies, named by direction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class LessonPublic(BaseModel):
+    id: str
+    title: str
+    summary: str
+    params: dict[str, Any] = Field(description="JSON schema of the lesson's parameters")
+    world_sizes: list[int]
+
+
+class LessonDetail(LessonPublic):
+    sources: list[dict[str, str]] = Field(description="[{path, text}] of the files the page shows")
+    explanation: str = Field(description="the lesson's text, Markdown")
+
+
+class RunCreate(BaseModel):
+    lesson: str = Field(description="a lesson id from GET /api/lessons")
+    world_size: int = Field(description="number of ranks")
+    params: dict[str, Any] = Field(default_factory=dict, description="the lesson's parameters")
+    step: bool = Field(False, description="pause every rank before each collective (step mode)")
+
+
+class RunPublic(BaseModel):
+    id: str
+    lesson: str
+    world_size: int
+    params: dict[str, Any]
+    step: bool
+    backend: str
+    status: str
+    error: dict[str, Any] | None
+    created_at: float
+    events: int = Field(description="number of events recorded so far")
+    checks: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]

@@ -1,0 +1,29 @@
+"""Every setting in one place. Environment variables are the names below prefixed `PARALAB_`
+(`PARALAB_PORT=9000`); the command line (`paralab --port 9000`) overrides them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PARALAB_", case_sensitive=False)
+
+    HOST: str = "127.0.0.1"
+    PORT: int = Field(8000, ge=0, le=65535)
+    DATA_DIR: Path = REPO_ROOT / "data"
+    BACKEND: Literal["auto", "gloo", "nccl"] = "auto"    # auto: NCCL when CUDA has a GPU per rank
+    MAX_RANKS: int = Field(8, ge=1, le=64)
+    RUN_TIME_LIMIT_S: float = Field(60.0, gt=0)           # wall-clock limit of every run
+    MAX_CONCURRENT_RUNS: int = Field(2, ge=1)
+    MAX_QUEUED_RUNS: int = Field(50, ge=0)
+    LOG_LEVEL: str = "info"
+
+
+settings = Settings()

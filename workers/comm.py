@@ -1,0 +1,53 @@
+"""Labelled collectives for lesson code: `comm.all_reduce(x, group=tp, label="g: sum the partials")`.
+
+Each function is a thin veneer over `torch.distributed` — the tracer records the call as it records
+any direct `dist.*` call — that adds the teaching label shown in the page and returns the result
+tensor, so lesson code reads like the maths.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from workers import tracer as _tracer_module
+
+_active: "_tracer_module.Tracer | None" = None
+
+
+def use_tracer(tracer: "_tracer_module.Tracer | None") -> None:
+    """Route labels to this rank's tracer (the rank runtime calls this once)."""
+    global _active
+    _active = tracer
+
+
+def _label(label: str | None) -> None:
+    if _active is not None and label:
+        _active.set_label(label)
+
+
+def all_reduce(tensor: torch.Tensor, group=None, label: str | None = None,
+               op=dist.ReduceOp.SUM) -> torch.Tensor:
+    """Every rank ends with the element-wise reduction (sum by default) of all ranks' tensors."""
+    _label(label)
+    dist.all_reduce(tensor, op=op, group=group)
+    return tensor
+
+
+def all_gather(tensor: torch.Tensor, group=None, label: str | None = None) -> torch.Tensor:
+    """Concatenate every rank's tensor along dim 0, in rank order: [n*k, ...] from [k, ...]."""
+    world = dist.get_world_size(group)
+    out = tensor.new_empty(tensor.shape[0] * world, *tensor.shape[1:])
+    _label(label)
+    dist.all_gather_single(out, tensor.contiguous(), group=group)
+    return out
+
+
+def reduce_scatter(tensor: torch.Tensor, group=None, label: str | None = None,
+                   op=dist.ReduceOp.SUM) -> torch.Tensor:
+    """Sum across ranks, then keep this rank's 1/n slice of dim 0: [k, ...] from [n*k, ...]."""
+    world = dist.get_world_size(group)
+    out = tensor.new_empty(tensor.shape[0] // world, *tensor.shape[1:])
+    _label(label)
+    dist.reduce_scatter_single(out, tensor.contiguous(), op=op, group=group)
+    return out

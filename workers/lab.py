@@ -1,0 +1,77 @@
+"""`Lab`: what a lesson's rank program is handed — who it is, its process groups, and the ways to
+show a tensor, time a computation, check against the reference and report a metric.
+
+Passed in explicitly, never global (a rank program's only inputs are `lab` and its parameters).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+import torch.distributed as dist
+
+from workers.tracer import Tracer
+
+
+class Lab:
+    def __init__(self, tracer: Tracer, rank: int, world_size: int, device: torch.device):
+        self.rank = rank
+        self.world_size = world_size
+        self.device = device
+        self._tracer = tracer
+        self._groups: dict[str, object] = {}
+
+    def group(self, name: str, ranks: list[int] | None = None):
+        """The process group called `name`; with `ranks` left out, every rank of the run."""
+        if name not in self._groups:
+            everyone = ranks is None or sorted(ranks) == list(range(self.world_size))
+            pg = dist.group.WORLD if everyone else dist.new_group(sorted(ranks))
+            self._tracer.name_group(pg, name)
+            self._groups[name] = pg
+        return self._groups[name]
+
+    def show(self, name: str, tensor: torch.Tensor, inside: str | None = None,
+             full_shape: tuple[int, ...] | None = None, offset: tuple[int, ...] | None = None) -> None:
+        """Snapshot a tensor for the page. A shard names the full tensor it sits `inside`, that
+        tensor's `full_shape`, and the `offset` of its first element there."""
+        fields = {}
+        if inside is not None:
+            fields["place"] = {"inside": inside, "full_shape": list(full_shape), "offset": list(offset)}
+        self._tracer.snapshot(name, tensor, **fields)
+
+    @contextmanager
+    def compute(self, name: str, stage: int | None = None, microbatch: int | None = None):
+        """Time a local computation as a `compute` span (`F`, `B`, `GELU`, …)."""
+        base = {"kind": "compute", "rank": self.rank, "name": name}
+        if stage is not None:
+            base["stage"] = stage
+        if microbatch is not None:
+            base["microbatch"] = microbatch
+        self._tracer.emit({**base, "phase": "begin", "t": self._tracer.clock()})
+        try:
+            yield
+        finally:
+            self._tracer.emit({**base, "phase": "end", "t": self._tracer.clock()})
+
+    def check(self, name: str, actual: torch.Tensor, expected: torch.Tensor, detail: str,
+              atol: float = 1e-5) -> bool:
+        """Compare with the single-process reference; a `check` event says what and how far off."""
+        actual, expected = actual.detach(), expected.detach().to(actual.device)
+        if actual.shape != expected.shape:
+            err, passed = float("inf"), False
+            detail = f"{detail} (shape {list(actual.shape)} vs reference {list(expected.shape)})"
+        else:
+            err = float((actual.float() - expected.float()).abs().max()) if actual.numel() else 0.0
+            passed = err <= atol
+        event = {"kind": "check", "rank": self.rank, "t": self._tracer.clock(), "name": name,
+                 "passed": passed, "max_abs_err": err if err != float("inf") else "inf",
+                 "atol": atol, "detail": detail}
+        event["tensors"] = self._tracer.previews(
+            [actual, expected], [f"{name} (this rank)", f"{name} (reference)"], event)
+        self._tracer.emit(event)
+        return passed
+
+    def metric(self, name: str, value: float, unit: str = "") -> None:
+        self._tracer.emit({"kind": "metric", "rank": self.rank, "t": self._tracer.clock(),
+                           "name": name, "value": value, "unit": unit})

@@ -1,0 +1,27 @@
+"""What the server asks the warm launcher to start: one run's ranks. Torch-free, JSON on the wire."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    run_id: str
+    token: str                  # the ranks' credential on the event port
+    lesson: str
+    world_size: int
+    events_address: str         # "host:port" of the server's event port
+    t0: float                   # time.monotonic() at the run's creation: events' t counts from it
+    time_limit_s: float
+    params: dict = field(default_factory=dict)
+    backend: str = "gloo"       # "gloo" or "nccl"
+    step: bool = False          # pause each rank before every collective (step mode)
+    trace: bool = True          # False only for measuring the tracer's own overhead
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "LaunchRequest":
+        return cls(**data)

@@ -1,0 +1,63 @@
+"""The lesson catalogue, importable without torch.
+
+A lesson is a package here: `__init__.py` describes it (`LESSON`: title, parameters as a pydantic
+model, allowed world sizes) without importing torch, so the server can validate a run; its
+`program.py` is the rank program learners read in the page; `explain.<lang>.md` is its text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+LESSONS_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    summary: str
+    params: type[BaseModel]
+    world_sizes: tuple[int, ...]
+    sources: tuple[str, ...] = ("program.py",)   # files shown in the page, relative to the lesson
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def program_module(self) -> str:
+        return f"workers.lessons.{self.id}.program"
+
+    def validate(self, params: dict, world_size: int) -> BaseModel:
+        """Parameters checked against the lesson's rules for this world size (raises ValidationError)."""
+        return self.params.model_validate(params, context={"world_size": world_size})
+
+    def source_files(self) -> list[tuple[str, str]]:
+        """(path relative to the repository, text) for each file the page shows."""
+        root = LESSONS_DIR.parent.parent
+        files = []
+        for name in self.sources:
+            path = (LESSONS_DIR / self.id / name).resolve()
+            files.append((str(path.relative_to(root)), path.read_text()))
+        return files
+
+    def explanation(self, lang: str = "en") -> str:
+        path = LESSONS_DIR / self.id / f"explain.{lang}.md"
+        if not path.exists():
+            path = LESSONS_DIR / self.id / "explain.en.md"
+        return path.read_text() if path.exists() else ""
+
+
+def _discover() -> dict[str, Lesson]:
+    found = {}
+    for info in sorted(pkgutil.iter_modules([str(LESSONS_DIR)]), key=lambda i: i.name):
+        if info.ispkg:
+            lesson = importlib.import_module(f"{__name__}.{info.name}").LESSON
+            found[lesson.id] = lesson
+    return found
+
+
+LESSONS: dict[str, Lesson] = _discover()

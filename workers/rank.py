@@ -1,0 +1,84 @@
+"""One rank's life: connect to the server, join the process group, run the lesson traced, report.
+
+Runs in a process forked (or taken warm) by the launcher; torch is already imported there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+import traceback
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from workers import comm
+from workers.channel import EventChannel
+from workers.lab import Lab
+from workers.launch_request import LaunchRequest
+from workers.lessons import LESSONS
+from workers.tracer import Tracer
+
+
+def _device(backend: str, rank: int) -> torch.device:
+    if backend == "nccl":
+        index = rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
+    return torch.device("cpu")
+
+
+def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
+    """Run one rank to the end; returns the process exit status."""
+    torch.set_num_threads(1)
+    channel = EventChannel(request.events_address, request.run_id, request.token, rank)
+    clock = lambda: time.monotonic() - request.t0  # noqa: E731  one monotonic clock per host
+    tracer = Tracer(channel.send, rank, clock)
+    status = 0
+    try:
+        lesson = LESSONS[request.lesson]
+        params = lesson.validate(request.params, request.world_size)
+        program = importlib.import_module(lesson.program_module)
+        device = _device(request.backend, rank)
+        store = dist.FileStore(store_path, request.world_size)
+        dist.init_process_group(request.backend, store=store, rank=rank, world_size=request.world_size,
+                                timeout=timedelta(seconds=max(request.time_limit_s, 1)))
+        if request.trace:
+            tracer.install()
+            comm.use_tracer(tracer)
+        program.run(Lab(tracer, rank, request.world_size, device), params)
+        tracer.uninstall()
+        dist.destroy_process_group()
+    except BaseException as exc:   # report anything, even SystemExit, with where it happened
+        channel.send(_error_event(rank, clock(), exc))
+        status = 1
+    finally:
+        channel.close()
+    return status
+
+
+def _error_event(rank: int, t: float, exc: BaseException) -> dict:
+    frames = traceback.extract_tb(exc.__traceback__)
+    lesson_frames = [f for f in frames if "/workers/lessons/" in f.filename] or frames
+    site = None
+    if lesson_frames:
+        last = lesson_frames[-1]
+        site = f"{_relative(last.filename)}:{last.lineno}"
+    return {
+        "kind": "log", "level": "error", "rank": rank, "t": t,
+        "message": f"{type(exc).__name__}: {exc}", "site": site,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:],
+    }
+
+
+def _relative(filename: str) -> str:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.relpath(filename, root) if filename.startswith(root) else filename
+
+
+if __name__ == "__main__":  # pragma: no cover - debugging aid: python -m workers.rank REQUEST_JSON RANK STORE
+    import json
+    sys.exit(run_rank(LaunchRequest.from_json(json.loads(sys.argv[1])), int(sys.argv[2]), sys.argv[3]))

@@ -1,0 +1,325 @@
+"""The one place that wraps `torch.distributed`: every collective and point-to-point call becomes a
+`begin` and an `end` event, whether a lesson calls it through `workers.comm` or directly.
+
+The wrappers replace the names in both `torch.distributed` and `torch.distributed.distributed_c10d`:
+`P2POp` and `batch_isend_irecv` compare ops with c10d's own `isend`/`irecv`, so both must agree.
+A call made from inside another traced call (c10d's deprecated aliases call their replacements)
+passes through untraced, so each user-visible call is one pair of events.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import sys
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from workers import preview as previews
+from workers.protocol import MAX_EVENT_BYTES, PREVIEW_SIDE, encode
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+_SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py")}
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """How to read one torch.distributed function's arguments."""
+
+    kind: str                      # "collective" or "p2p"
+    op: str                        # the protocol's op name
+    inputs: tuple[str, ...] = ()   # argument names whose tensors go in
+    outputs: tuple[str, ...] = ()  # argument names whose tensors come out
+    peer: str | None = None        # p2p: the argument naming the other rank
+    root: str | None = None        # broadcast/reduce/scatter/gather: the root rank's argument
+    size_from: str = "inputs"      # which side is the collective's "size" (nccl-tests' convention)
+
+
+SPECS: dict[str, OpSpec] = {
+    "all_reduce": OpSpec("collective", "all_reduce", ("tensor",), ("tensor",)),
+    "all_gather": OpSpec("collective", "all_gather", ("tensor",), ("tensor_list",), size_from="outputs"),
+    "all_gather_into_tensor": OpSpec("collective", "all_gather", ("input_tensor",), ("output_tensor",), size_from="outputs"),
+    "all_gather_single": OpSpec("collective", "all_gather", ("input_tensor",), ("output_tensor",), size_from="outputs"),
+    "reduce_scatter": OpSpec("collective", "reduce_scatter", ("input_list",), ("output",)),
+    "reduce_scatter_tensor": OpSpec("collective", "reduce_scatter", ("input",), ("output",)),
+    "reduce_scatter_single": OpSpec("collective", "reduce_scatter", ("input",), ("output",)),
+    "broadcast": OpSpec("collective", "broadcast", ("tensor",), ("tensor",), root="src"),
+    "reduce": OpSpec("collective", "reduce", ("tensor",), ("tensor",), root="dst"),
+    "all_to_all": OpSpec("collective", "all_to_all", ("input_tensor_list",), ("output_tensor_list",)),
+    "all_to_all_single": OpSpec("collective", "all_to_all", ("input",), ("output",)),
+    "scatter": OpSpec("collective", "scatter", ("scatter_list",), ("tensor",), root="src", size_from="outputs"),
+    "gather": OpSpec("collective", "gather", ("tensor",), ("gather_list",), root="dst"),
+    "barrier": OpSpec("collective", "barrier"),
+    "send": OpSpec("p2p", "send", ("tensor",), (), peer="dst"),
+    "isend": OpSpec("p2p", "send", ("tensor",), (), peer="dst"),
+    "recv": OpSpec("p2p", "recv", (), ("tensor",), peer="src"),
+    "irecv": OpSpec("p2p", "recv", (), ("tensor",), peer="src"),
+}
+ASYNC_ALWAYS = {"isend", "irecv"}
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for t in value if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _nbytes(tensors: list[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+class TracedWork:
+    """Stands in for a `Work` handle: the call's `end` event is sent when the work is waited on."""
+
+    def __init__(self, work: Any, finish: Callable[[], None]):
+        self._work = work
+        self._finish = finish
+        self._finished = False
+
+    def wait(self, *args, **kwargs):
+        result = self._work.wait(*args, **kwargs)
+        self._end()
+        return result
+
+    def is_completed(self) -> bool:
+        done = self._work.is_completed()
+        if done:
+            self._end()
+        return done
+
+    def _end(self):
+        if not self._finished:
+            self._finished = True
+            self._finish()
+
+    def __getattr__(self, name):
+        return getattr(self._work, name)
+
+
+class Tracer:
+    """Turns this rank's torch.distributed calls into protocol events.
+
+    `emit` receives each message (an event or a tensor blob); `clock` gives seconds since the run
+    started; `before_call` (for the step-mode gates) runs before each traced call with its event.
+    """
+
+    def __init__(self, emit: Callable[[dict], None], rank: int, clock: Callable[[], float],
+                 before_call: Callable[[dict], None] | None = None):
+        self.emit = emit
+        self.rank = rank
+        self.clock = clock
+        self.before_call = before_call
+        self._group_names: dict[Any, str] = {}
+        self._cseq: Counter[str] = Counter()
+        self._tensor_ids = itertools.count()
+        self._local = threading.local()
+        self._originals: dict[tuple[Any, str], Any] = {}
+
+    # ---- groups and labels -------------------------------------------------------------------
+    def name_group(self, group: Any, name: str) -> None:
+        """Give a process group its teaching name (`tp`, `pp`, `dp`…)."""
+        self._group_names[self._resolve(group)] = name
+
+    def group_name(self, group: Any) -> str:
+        pg = self._resolve(group)
+        if pg not in self._group_names:
+            self._group_names[pg] = "world" if pg is c10d._get_default_group() else f"group{len(self._group_names)}"
+        return self._group_names[pg]
+
+    def set_label(self, label: str | None) -> None:
+        """The teaching label for the next traced call on this thread (used by `workers.comm`)."""
+        self._local.label = label
+
+    @staticmethod
+    def _resolve(group: Any) -> Any:
+        return c10d._get_default_group() if group is None else group
+
+    # ---- snapshots -----------------------------------------------------------------------
+    def keep(self, tensor: torch.Tensor) -> str | None:
+        """Send the full tensor once as a blob; its id, or None when it is too large to keep."""
+        tensor_id = f"r{self.rank}t{next(self._tensor_ids)}"
+        full = previews.blob(tensor, tensor_id)
+        if full is None:
+            return None
+        self.emit(full)
+        return tensor_id
+
+    def snapshot(self, name: str, tensor: torch.Tensor, **fields) -> None:
+        """A `tensor` event: a named tensor outside any collective (`fields` adds e.g. `place`)."""
+        event = {"kind": "tensor", "rank": self.rank, "t": self.clock(), "name": name, **fields}
+        event["tensor"] = self.previews([tensor], [name], event)[0]
+        self.emit(event)
+
+    # ---- installing the wrappers -----------------------------------------------------------------
+    def install(self) -> None:
+        for name, spec in SPECS.items():
+            self._patch(name, self._wrap(name, spec, getattr(c10d, name)))
+        self._patch("batch_isend_irecv", self._wrap_batch(c10d.batch_isend_irecv))
+
+    def uninstall(self) -> None:
+        for (module, name), original in self._originals.items():
+            setattr(module, name, original)
+        self._originals.clear()
+
+    def _patch(self, name: str, wrapper: Callable) -> None:
+        for module in (dist, c10d):
+            if hasattr(module, name):
+                self._originals.setdefault((module, name), getattr(module, name))
+                setattr(module, name, wrapper)
+
+    def _wrap(self, name: str, spec: OpSpec, original: Callable) -> Callable:
+        signature = inspect.signature(original)
+        tracer = self
+
+        def traced(*args, **kwargs):
+            if getattr(tracer._local, "inside", False):
+                return original(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            call = bound.arguments
+            event = tracer._begin_event(spec, call, caller=sys._getframe(1))
+            tracer._local.inside = True
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as exc:
+                tracer._end(event, spec, call, error=exc)
+                raise
+            finally:
+                tracer._local.inside = False
+            if name in ASYNC_ALWAYS or call.get("async_op"):
+                if result is None:   # this rank is not in the group
+                    return result
+                return TracedWork(result, lambda: tracer._end(event, spec, call))
+            if spec.op == "recv" and event.get("peer") is None and isinstance(result, int):
+                event["peer"] = result
+            tracer._end(event, spec, call)
+            return result
+
+        traced.__wrapped__ = original
+        traced.__name__ = name
+        traced.__doc__ = original.__doc__
+        return traced
+
+    def _wrap_batch(self, original: Callable) -> Callable:
+        tracer = self
+
+        def batch_isend_irecv(p2p_op_list):
+            if getattr(tracer._local, "inside", False):
+                return original(p2p_op_list)
+            caller = sys._getframe(1)
+            begun = []
+            for p2p in p2p_op_list:
+                spec = SPECS["isend" if p2p.op is c10d.isend else "irecv"]
+                call = {"tensor": p2p.tensor, "group": p2p.group, "tag": p2p.tag, spec.peer: p2p.peer}
+                begun.append((tracer._begin_event(spec, call, caller), spec, call))
+            tracer._local.inside = True
+            try:
+                works = original(p2p_op_list)
+            finally:
+                tracer._local.inside = False
+            if len(works) != len(begun):   # coalesced backends return one work for the whole batch
+                def finish_all():
+                    for event, spec, call in begun:
+                        tracer._end(event, spec, call)
+                return [TracedWork(w, finish_all if i == len(works) - 1 else (lambda: None))
+                        for i, w in enumerate(works)]
+            return [TracedWork(w, (lambda b=b: tracer._end(*b))) for w, b in zip(works, begun)]
+
+        batch_isend_irecv.__wrapped__ = original
+        return batch_isend_irecv
+
+    # ---- events ----------------------------------------------------------------------------
+    def _begin_event(self, spec: OpSpec, call: dict, caller) -> dict:
+        group = call.get("group")
+        group_name = self.group_name(group)
+        inputs = [t for name in spec.inputs for t in _tensors(call.get(name))]
+        outputs = [t for name in spec.outputs for t in _tensors(call.get(name))]
+        sized = outputs if spec.size_from == "outputs" else inputs
+        primary = (inputs or outputs or [None])[0]
+        event = {
+            "kind": spec.kind, "phase": "begin", "rank": self.rank, "t": 0.0, "op": spec.op,
+            "group": group_name, "ranks": dist.get_process_group_ranks(self._resolve(group)),
+            "shape": list(primary.shape) if primary is not None else [],
+            "dtype": str(primary.dtype).removeprefix("torch.") if primary is not None else None,
+            "bytes": _nbytes(sized) if spec.op != "all_to_all" else _nbytes(inputs),
+            "site": self._site(caller),
+        }
+        if spec.kind == "collective":
+            self._cseq[group_name] += 1
+            event["cseq"] = self._cseq[group_name]
+            if "op" in call:
+                event["reduce_op"] = _reduce_op_name(call["op"])
+        else:
+            event["peer"] = call.get(spec.peer)
+            event["tag"] = call.get("tag", 0)
+        if spec.root:
+            event["root"] = call.get(spec.root)
+        label = getattr(self._local, "label", None)
+        if label:
+            event["label"] = label
+            self._local.label = None
+        if self.before_call is not None:
+            self.before_call(event)
+        event["t"] = self.clock()
+        event["tensors"] = self.previews(inputs, _names(spec.inputs, inputs), event)
+        self.emit(event)
+        return event
+
+    def _end(self, begin: dict, spec: OpSpec, call: dict, error: BaseException | None = None) -> None:
+        outputs = [t for name in spec.outputs for t in _tensors(call.get(name))]
+        event = {key: begin[key] for key in ("kind", "rank", "op", "group", "ranks", "cseq", "peer", "tag", "label", "site") if key in begin}
+        event.update(phase="end", t=self.clock())
+        if error is not None:
+            event["error"] = f"{type(error).__name__}: {error}"
+        else:
+            event["tensors"] = self.previews(outputs, _names(spec.outputs, outputs), event)
+        self.emit(event)
+
+    def previews(self, tensors: list[torch.Tensor], names: list[str], event: dict) -> list[dict]:
+        """Previews that keep the whole event under MAX_EVENT_BYTES, coarser grids if needed."""
+        ids = [self.keep(t) for t in tensors]
+        side = PREVIEW_SIDE
+        while True:
+            shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
+            if len(encode({**event, "tensors": shown})) <= MAX_EVENT_BYTES:
+                return shown
+            if side == 1:   # too many tensors for grids: statistics only, or nothing
+                stats_only = [{**p, "preview": [], "exact": False} for p in shown]
+                fits = len(encode({**event, "tensors": stats_only})) <= MAX_EVENT_BYTES
+                return stats_only if fits else []
+            side //= 2
+
+    @staticmethod
+    def _site(frame) -> str | None:
+        """`file:line` of the innermost caller that is neither torch nor the tracer."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename not in _SKIPPED_FILES and not filename.startswith(_TORCH_DIR):
+                path = Path(filename)
+                try:
+                    path = path.resolve().relative_to(_REPO_ROOT)
+                except ValueError:
+                    pass
+                return f"{path}:{frame.f_lineno}"
+            frame = frame.f_back
+        return None
+
+
+def _names(arguments: tuple[str, ...], tensors: list) -> list[str]:
+    label = arguments[0] if arguments else "tensor"
+    return [label] if len(tensors) == 1 else [f"{label}[{i}]" for i in range(len(tensors))]
+
+
+def _reduce_op_name(op: Any) -> str:
+    text = str(op)
+    return text.rsplit(".", 1)[-1].lower()
