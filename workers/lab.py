@@ -72,6 +72,10 @@ class Lab:
         self._tracer.emit(event)
         return passed
 
-    def metric(self, name: str, value: float, unit: str = "") -> None:
-        self._tracer.emit({"kind": "metric", "rank": self.rank, "t": self._tracer.clock(),
-                           "name": name, "value": value, "unit": unit})
+    def metric(self, name: str, value: float, unit: str = "", formula: str | None = None) -> None:
+        """A number for the page (`formula` says how it is predicted, in the lesson's symbols)."""
+        event = {"kind": "metric", "rank": self.rank, "t": self._tracer.clock(),
+                 "name": name, "value": value, "unit": unit}
+        if formula:
+            event["formula"] = formula
+        self._tracer.emit(event)

@@ -1,6 +1,7 @@
 """The lesson catalogue, importable without torch.
 
-A lesson is a package here: `__init__.py` describes it (`LESSON`: title, parameters as a pydantic
+A lesson is a package here (or in a folder named by PARALAB_LESSONS_PATH, os.pathsep-separated,
+for lessons kept outside the repository): `__init__.py` describes it (`LESSON`: title, parameters as a pydantic
 model, allowed world sizes) without importing torch, so the server can validate a run; its
 `program.py` is the rank program learners read in the page; `explain.<lang>.md` is its text.
 """
@@ -8,6 +9,7 @@ model, allowed world sizes) without importing torch, so the server can validate 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 LESSONS_DIR = Path(__file__).resolve().parent
+_REPO_ROOT = LESSONS_DIR.parent.parent
+__path__.extend(p for p in os.environ.get("PARALAB_LESSONS_PATH", "").split(os.pathsep) if p)  # noqa: F821
 
 
 @dataclass(frozen=True)
@@ -35,25 +39,29 @@ class Lesson:
         """Parameters checked against the lesson's rules for this world size (raises ValidationError)."""
         return self.params.model_validate(params, context={"world_size": world_size})
 
+    @property
+    def dir(self) -> Path:
+        return Path(importlib.import_module(f"{__name__}.{self.id}").__file__).resolve().parent
+
     def source_files(self) -> list[tuple[str, str]]:
-        """(path relative to the repository, text) for each file the page shows."""
-        root = LESSONS_DIR.parent.parent
+        """(path as the tracer's `site` names it, text) for each file the page shows."""
         files = []
         for name in self.sources:
-            path = (LESSONS_DIR / self.id / name).resolve()
-            files.append((str(path.relative_to(root)), path.read_text()))
+            path = (self.dir / name).resolve()
+            shown = path.relative_to(_REPO_ROOT) if path.is_relative_to(_REPO_ROOT) else path
+            files.append((str(shown), path.read_text()))
         return files
 
     def explanation(self, lang: str = "en") -> str:
-        path = LESSONS_DIR / self.id / f"explain.{lang}.md"
+        path = self.dir / f"explain.{lang}.md"
         if not path.exists():
-            path = LESSONS_DIR / self.id / "explain.en.md"
+            path = self.dir / "explain.en.md"
         return path.read_text() if path.exists() else ""
 
 
 def _discover() -> dict[str, Lesson]:
     found = {}
-    for info in sorted(pkgutil.iter_modules([str(LESSONS_DIR)]), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):  # noqa: F821
         if info.ispkg:
             lesson = importlib.import_module(f"{__name__}.{info.name}").LESSON
             found[lesson.id] = lesson

@@ -80,6 +80,10 @@ def run(lab, p):
     if p.mistake != "forget_ln_allreduce":
         comm.all_reduce(ln_w.grad, group=tp, label="sum the LayerNorm weight gradient")
 
+    if r == 0:
+        lab.metric("block_comm_bytes_expected", (4 * p.seq_len * p.hidden + p.hidden) * y.element_size(), "bytes",
+                   formula="(all-gather + reduce-scatter) forward and backward, 4 × s·b·h, + h for LayerNorm's dw, × 4 B")
+
     lab.check("output Y shard", y, ref.out[rows], "this rank's tokens of Y against the same rows of the reference")
     lab.check("input gradient dX shard", x.grad, ref.grads.x[rows],
               "dL/dX for this rank's tokens against the same rows of the reference")

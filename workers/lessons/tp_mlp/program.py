@@ -81,6 +81,10 @@ def run(lab, p):
     with lab.compute("backward"):
         y.square().sum().backward()                        # loss = sum(Y²), as in the reference
 
+    if r == 0:                                             # what the chapter predicts each rank sends
+        lab.metric("block_comm_bytes_expected", 2 * p.seq_len * p.hidden * y.element_size(), "bytes",
+                   formula="2 all-reduces (g forward, f backward) × s·b·h elements × 4 B")
+
     lab.check("output Y", y, ref.out, "this rank's Y against the single-process Y")
     lab.check("W1 shard gradient", w1.grad, ref.grads.w1[cols],
               "dL/dW1 for this rank's rows against the same rows of the reference gradient")

@@ -1,0 +1,104 @@
+"""Shared fixtures: a real paralab server (a `python -m app` subprocess on a free loopback port, with
+its own data dir and the tests' extra lessons), and helpers to start runs and wait for them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXTRA_LESSONS = REPO / "tests" / "lessons_extra"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """One server process. `url` is http://127.0.0.1:PORT; `ws_url` the ws:// equivalent."""
+
+    def __init__(self, data_dir: Path, *args: str, env: dict | None = None):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        self.args = args
+        self.env = {**os.environ, "PARALAB_LESSONS_PATH": str(EXTRA_LESSONS), **(env or {})}
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> "LiveServer":
+        log = open(self.data_dir / f"server-{self.port}.log", "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "--port", str(self.port), "--data-dir", str(self.data_dir),
+             "--log-level", "warning", *self.args],
+            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {(self.data_dir / f'server-{self.port}.log').read_text()}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).json().get("launcher") == "ready":
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError("server did not become ready")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    # ---- helpers the tests share ----
+    def start_run(self, lesson: str, world_size: int, params: dict | None = None, **extra) -> dict:
+        response = httpx.post(self.url + "/api/runs",
+                              json={"lesson": lesson, "world_size": world_size, "params": params or {}, **extra})
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def wait_run(self, run_id: str, timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = httpx.get(f"{self.url}/api/runs/{run_id}").json()
+            if run["status"] in ("done", "failed", "cancelled"):
+                return run
+            time.sleep(0.05)
+        raise TimeoutError(f"run {run_id} did not finish")
+
+    def run(self, lesson: str, world_size: int, params: dict | None = None, **extra) -> dict:
+        return self.wait_run(self.start_run(lesson, world_size, params, **extra)["id"])
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> LiveServer:
+    live = LiveServer(tmp_path_factory.mktemp("paralab-data")).start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    """Start servers (e.g. twice on one data dir, for restart tests); all are stopped afterwards."""
+    started: list[LiveServer] = []
+
+    def make(data_dir: Path | None = None, *args: str, **kwargs) -> LiveServer:
+        live = LiveServer(data_dir or tmp_path, *args, **kwargs).start()
+        started.append(live)
+        return live
+
+    yield make
+    for live in started:
+        live.stop()

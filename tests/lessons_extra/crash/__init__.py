@@ -1,0 +1,16 @@
+"""A lesson for the tests only (on PARALAB_LESSONS_PATH): one rank fails in a chosen way."""
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from workers.lessons import Lesson
+
+
+class CrashParams(BaseModel):
+    how: Literal["raise", "exit", "segfault", "hang", "none"] = "raise"
+    rank: int = Field(1, ge=0, description="the rank that fails")
+
+
+LESSON = Lesson(id="crash", title="Crash (tests only)", summary="One rank fails.", params=CrashParams,
+                world_sizes=tuple(range(1, 9)))

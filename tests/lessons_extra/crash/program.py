@@ -1,0 +1,22 @@
+import ctypes
+import os
+import time
+
+import torch
+
+from workers import comm
+
+
+def run(lab, p):
+    x = torch.ones(4) * lab.rank
+    comm.all_reduce(x, label="a first all-reduce")
+    if lab.rank == p.rank:
+        if p.how == "raise":
+            raise ZeroDivisionError("rank went dividing by zero on purpose")
+        if p.how == "exit":
+            os._exit(3)
+        if p.how == "segfault":
+            ctypes.string_at(0)
+        if p.how == "hang":
+            time.sleep(3600)
+    comm.all_reduce(x, label="a second all-reduce")
