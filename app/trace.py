@@ -37,9 +37,13 @@ def chrome_trace(run_id: str, events: list[dict]) -> dict:
         if event["phase"] == "begin":
             open_spans.setdefault(key, []).append(event)
             continue
+        if not open_spans.get(key) and event.get("peer") is not None:
+            key = key[:3] + (None,)   # a recv from any source learns its peer only at its end
         if not open_spans.get(key):
             continue
         begin = open_spans[key].pop(0)
+        if begin.get("peer") is None and event.get("peer") is not None:
+            begin = {**begin, "peer": event["peer"]}
         args = {k: begin[k] for k in ("group", "ranks", "cseq", "shape", "dtype", "bytes", "label", "site",
                                        "stage", "microbatch", "peer", "tag") if begin.get(k) is not None}
         slice_ = {"ph": "X", "name": _slice_name(begin), "cat": begin["kind"], "pid": event["rank"], "tid": lane,

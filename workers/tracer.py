@@ -28,6 +28,7 @@ from workers.protocol import MAX_EVENT_BYTES, PREVIEW_SIDE, encode
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py")}
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_DECORATOR_MODULES = {"typing_extensions", "warnings"}   # @deprecated wraps c10d's private aliases
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,8 @@ SPECS: dict[str, OpSpec] = {
     "barrier": OpSpec("collective", "barrier"),
     "send": OpSpec("p2p", "send", ("tensor",), (), peer="dst"),
     "isend": OpSpec("p2p", "send", ("tensor",), (), peer="dst"),
-    "recv": OpSpec("p2p", "recv", (), ("tensor",), peer="src"),
-    "irecv": OpSpec("p2p", "recv", (), ("tensor",), peer="src"),
+    "recv": OpSpec("p2p", "recv", (), ("tensor",), peer="src", size_from="outputs"),
+    "irecv": OpSpec("p2p", "recv", (), ("tensor",), peer="src", size_from="outputs"),
 }
 ASYNC_ALWAYS = {"isend", "irecv"}
 
@@ -277,7 +278,8 @@ class Tracer:
 
     def _end(self, begin: dict, spec: OpSpec, call: dict, error: BaseException | None = None) -> None:
         outputs = [t for name in spec.outputs for t in _tensors(call.get(name))]
-        event = {key: begin[key] for key in ("kind", "rank", "op", "group", "ranks", "cseq", "peer", "tag", "label", "site") if key in begin}
+        event = {key: begin[key] for key in ("kind", "rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer",
+                                             "tag", "shape", "dtype", "bytes", "label", "site") if key in begin}
         event.update(phase="end", t=self.clock())
         if error is not None:
             event["error"] = f"{type(error).__name__}: {error}"
@@ -304,7 +306,8 @@ class Tracer:
         """`file:line` of the innermost caller that is neither torch nor the tracer."""
         while frame is not None:
             filename = frame.f_code.co_filename
-            if filename not in _SKIPPED_FILES and not filename.startswith(_TORCH_DIR):
+            if (filename not in _SKIPPED_FILES and not filename.startswith(_TORCH_DIR)
+                    and frame.f_globals.get("__name__") not in _DECORATOR_MODULES):
                 path = Path(filename)
                 try:
                     path = path.resolve().relative_to(_REPO_ROOT)
