@@ -273,7 +273,9 @@ class RunManager:
             self._finish(run, "failed", self._crash_error(run, failed))
 
     def _crash_error(self, run: Run, failed: list[dict]) -> dict:
-        first = failed[0]
+        # A rank whose own collective or send/recv failed was most likely cut off by another rank's
+        # death (the supervisor may reap that one second): name the others first.
+        first = min(failed, key=lambda e: (self._failed_in_communication(run, e["rank"]), e["rank"]))
         rank = first["rank"]
         raised = run.rank_errors.get(rank)
         if raised is not None:
@@ -289,6 +291,10 @@ class RunManager:
         where = {r: self._last_site(run, r) for r in range(run.world_size)}
         return {"kind": "timeout", "message": f"the run passed its wall-clock limit of {limit:g} s",
                 "ranks": {str(r): site for r, site in where.items()}}
+
+    @staticmethod
+    def _failed_in_communication(run: Run, rank: int) -> bool:
+        return any(e.get("rank") == rank and e.get("phase") == "end" and "error" in e for e in run.events)
 
     @staticmethod
     def _last_site(run: Run, rank: int) -> str | None:

@@ -67,6 +67,7 @@ def _wait_for(ranks: dict[int, int], time_limit_s: float) -> tuple[list[dict], b
     """Reap every rank; after the first failure or at the time limit, SIGKILL the rest."""
     exits: list[dict] = []
     living = dict(ranks)
+    killed: set[int] = set()   # stopped by this supervisor: their SIGKILL is not their own failure
     timed_out = False
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, max(time_limit_s, 0.01))
@@ -76,14 +77,16 @@ def _wait_for(ranks: dict[int, int], time_limit_s: float) -> tuple[list[dict], b
                 pid, status = os.waitpid(-1, 0)
             except _TimeLimit:
                 timed_out = True
+                killed.update(living)
                 _kill(living)
                 continue
             if pid not in living:
                 continue
             exit_info = {"rank": living.pop(pid), "code": os.waitstatus_to_exitcode(status)}
-            exit_info["stopped"] = exit_info["code"] != 0 and (timed_out or any(e["code"] != 0 for e in exits))
+            exit_info["stopped"] = pid in killed and exit_info["code"] == -signal.SIGKILL
             exits.append(exit_info)
             if exit_info["code"] != 0:
+                killed.update(living)
                 _kill(living)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
