@@ -1,0 +1,109 @@
+/**
+ * The run form, generated from the lesson's JSON schema: enums become selects, integers number inputs
+ * with their bounds, descriptions help text; plus the world size (the lesson's sizes up to the
+ * server's limit). A 422's errors are shown next to the field its `loc` names.
+ */
+
+import { fill, h } from "paralab/dom.js";
+
+function resolve(schema, prop) {
+  if (prop.$ref) return { ...schema.$defs?.[prop.$ref.split("/").pop()], ...prop };
+  if (prop.allOf?.length === 1) return { ...resolve(schema, prop.allOf[0]), ...prop };
+  if (prop.anyOf) return { ...resolve(schema, prop.anyOf.find((p) => p.type !== "null") || {}), ...prop };
+  return prop;
+}
+
+function control(name, prop, value) {
+  const id = `param-${name}`;
+  const common = { id, name, "aria-describedby": `help-${name} error-${name}` };
+  if (prop.enum) {
+    return h("select", common, prop.enum.map((v) => h("option", { value: String(v), selected: String(v) === String(value) }, String(v))));
+  }
+  if (prop.type === "integer" || prop.type === "number") {
+    return h("input", { ...common, type: "number", inputmode: "numeric", value: value ?? "", required: true,
+                        min: prop.minimum ?? (prop.exclusiveMinimum !== undefined ? prop.exclusiveMinimum + 1 : null),
+                        max: prop.maximum ?? (prop.exclusiveMaximum !== undefined ? prop.exclusiveMaximum - 1 : null),
+                        step: prop.type === "integer" ? 1 : "any" });
+  }
+  if (prop.type === "boolean") return h("input", { ...common, type: "checkbox", checked: Boolean(value) });
+  return h("input", { ...common, type: "text", value: value ?? "" });
+}
+
+/** Fill `form` with the lesson's fields. `values`: {world_size, params} to start from (e.g. the URL). */
+export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
+  const schema = lesson.params;
+  const fields = form.querySelector(".param-fields");
+  const props = Object.entries(schema.properties || {}).map(([name, prop]) => [name, resolve(schema, prop)]);
+  fill(fields, props.map(([name, prop]) => {
+    const value = values.params?.[name] ?? prop.default;
+    return h("div", { class: "field", "data-field": name },
+      h("label", { for: `param-${name}` }, name),
+      control(name, prop, value),
+      h("p", { class: "help", id: `help-${name}` }, prop.description || prop.title || ""),
+      h("p", { class: "field-error", id: `error-${name}`, role: "alert", hidden: true }));
+  }));
+  form.dataset.types = JSON.stringify(Object.fromEntries(props.map(([n, p]) => [n, p.type || (p.enum ? "enum" : "string")])));
+
+  const sizes = lesson.world_sizes.filter((n) => n <= maxRanks);
+  const current = sizes.includes(Number(values.world_size)) ? Number(values.world_size) : sizes.includes(2) ? 2 : sizes[0];
+  fill(form.querySelector(".world-size-options"), sizes.map((n) =>
+    h("label", { class: "segment" },
+      h("input", { type: "radio", name: "world_size", value: n, checked: n === current, "aria-describedby": "error-world_size" }),
+      h("span", {}, String(n)))));
+}
+
+/** {world_size, params} as typed values. */
+export function readParamsForm(form) {
+  const types = JSON.parse(form.dataset.types || "{}");
+  const params = {};
+  for (const [name, type] of Object.entries(types)) {
+    const input = form.elements.namedItem(name);
+    if (!input) continue;
+    if (type === "boolean") params[name] = input.checked;
+    else if (type === "integer" || type === "number") params[name] = input.value === "" ? null : Number(input.value);
+    else params[name] = input.value;
+  }
+  const size = form.querySelector('input[name="world_size"]:checked');
+  return { world_size: size ? Number(size.value) : null, params };
+}
+
+/** Set fields from {world_size, params} (e.g. the run being shown). */
+export function writeParamsForm(form, { world_size, params = {} }) {
+  for (const [name, value] of Object.entries(params)) {
+    const input = form.elements.namedItem(name);
+    if (!input || input instanceof RadioNodeList) continue;
+    if (input.type === "checkbox") input.checked = Boolean(value);
+    else input.value = String(value);
+  }
+  const radio = form.querySelector(`input[name="world_size"][value="${Number(world_size)}"]`);
+  if (radio) radio.checked = true;
+}
+
+export function clearErrors(form) {
+  for (const p of form.querySelectorAll(".field-error, .form-error")) {
+    p.hidden = true;
+    p.textContent = "";
+  }
+  for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+  for (const el of form.querySelectorAll(".field.invalid")) el.classList.remove("invalid");
+}
+
+/** Show a 422's `detail` ([{loc, msg}] or a string) next to the fields it names. */
+export function showErrors(form, detail) {
+  clearErrors(form);
+  const errors = Array.isArray(detail) ? detail : [{ loc: [], msg: String(detail) }];
+  for (const err of errors) {
+    const name = err.loc?.length ? String(err.loc[err.loc.length - 1]) : "";
+    const field = name && form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+    const target = field ? field.querySelector(".field-error") : form.querySelector(".form-error");
+    const msg = err.msg || "invalid";
+    target.textContent = target.textContent ? `${target.textContent} ${msg}` : msg;
+    target.hidden = false;
+    if (field) {
+      field.classList.add("invalid");
+      for (const input of field.querySelectorAll("input, select")) input.setAttribute("aria-invalid", "true");
+    }
+  }
+  const first = form.querySelector(".field.invalid input, .field.invalid select");
+  first?.focus();
+}

@@ -1,0 +1,203 @@
+/**
+ * The state at the cursor: a pure fold over `log[0..cursor]`. Every view draws from this and
+ * nothing else, so the picture at step N is the same whichever way the viewer arrived there.
+ */
+
+import { FINAL_STATUSES } from "paralab/store.js";
+
+/** "workers/lessons/tp_mlp/program.py:44" → {path, line}. */
+export function parseSite(site) {
+  if (!site) return null;
+  const at = site.lastIndexOf(":");
+  const line = Number(site.slice(at + 1));
+  return at > 0 && Number.isInteger(line) ? { path: site.slice(0, at), line } : null;
+}
+
+function rankState(rank) {
+  return { rank, open: [], spans: [], last: null, site: null, error: null, events: 0 };
+}
+
+/**
+ * Everything the views need at log index `cursor`.
+ * `worldSize` names the ranks before any of their events arrived.
+ */
+export function stateAt(log, cursor, worldSize = 0) {
+  const state = {
+    event: cursor >= 0 ? log[cursor] : null,
+    index: cursor,
+    total: log.length,
+    run: { status: "none", error: null, position: null, backend: null },
+    ranks: [],
+    collectives: new Map(),   // "group#cseq" → what each member has done in it
+    current: null,            // the collective touched last
+    sent: [],                 // rank 0's begin events: what the block communicates
+    placed: new Map(),        // full tensor name → {fullShape, shards: Map rank → {offset, tensor, seq}}
+    loose: new Map(),         // tensor name → Map rank → {tensor, seq}
+    checks: new Map(),        // check name → {detail, atol, rows: Map rank → event}
+    metrics: new Map(),       // metric name → event
+    site: null,               // {path, line, rank, seq}: where the code is at the cursor
+    tNow: 0,
+  };
+  const rank = (r) => {
+    while (state.ranks.length <= r) state.ranks.push(rankState(state.ranks.length));
+    return state.ranks[r];
+  };
+  for (let r = 0; r < worldSize; r++) rank(r);
+
+  for (let i = 0; i <= cursor && i < log.length; i++) {
+    const e = log[i];
+    state.tNow = Math.max(state.tNow, e.t || 0);
+    if (e.kind === "run") {
+      state.run = { ...state.run, status: e.status, position: e.position ?? null,
+                    backend: e.backend ?? state.run.backend, error: e.error ?? null, seq: e.seq };
+      continue;
+    }
+    if (e.rank === null || e.rank === undefined) continue;
+    const rs = rank(e.rank);
+    rs.last = e;
+    rs.events += 1;
+    if (e.site) rs.site = { ...parseSite(e.site), rank: e.rank, seq: e.seq };
+    switch (e.kind) {
+      case "compute":
+      case "collective":
+      case "p2p":
+        span(state, rs, e);
+        break;
+      case "tensor":
+        tensor(state, e);
+        break;
+      case "check": {
+        if (!state.checks.has(e.name)) state.checks.set(e.name, { name: e.name, detail: e.detail, atol: e.atol, rows: new Map() });
+        state.checks.get(e.name).rows.set(e.rank, e);
+        break;
+      }
+      case "metric":
+        if (!state.metrics.has(e.name) || e.rank === 0) state.metrics.set(e.name, e);
+        break;
+      case "log":
+        if (e.level === "error") rs.error = e;
+        break;
+    }
+  }
+
+  const event = state.event;
+  if (event && event.kind === "run" && event.error?.site) {
+    state.site = { ...parseSite(event.error.site), rank: event.error.rank ?? null, seq: event.seq };
+  } else if (event && event.site) state.site = { ...parseSite(event.site), rank: event.rank, seq: event.seq };
+  else if (event && event.rank !== null && event.rank !== undefined) state.site = state.ranks[event.rank]?.site || null;
+  state.final = FINAL_STATUSES.includes(state.run.status);
+  return state;
+}
+
+function span(state, rs, e) {
+  if (e.phase === "begin") {
+    const open = { kind: e.kind, name: e.name, op: e.op, label: e.label, group: e.group, cseq: e.cseq,
+                   peer: e.peer, t0: e.t, t1: null, seq: e.seq };
+    rs.open.push(open);
+    rs.spans.push(open);
+  } else {
+    for (let k = rs.open.length - 1; k >= 0; k--) {
+      const o = rs.open[k];
+      if (o.kind === e.kind && (e.kind === "compute" ? o.name === e.name : o.op === e.op && o.cseq === e.cseq)) {
+        o.t1 = e.t;
+        o.error = e.error || null;
+        rs.open.splice(k, 1);
+        break;
+      }
+    }
+  }
+  if (e.kind !== "collective") return;
+  const key = `${e.group}#${e.cseq}`;
+  let c = state.collectives.get(key);
+  if (!c) {
+    c = { key, op: e.op, group: e.group, cseq: e.cseq, ranks: e.ranks || [], label: e.label, site: e.site,
+          reduceOp: e.reduce_op, root: e.root, shape: e.shape, bytes: e.bytes, begins: new Map(), ends: new Map() };
+    state.collectives.set(key, c);
+  }
+  if (e.phase === "begin") {
+    c.begins.set(e.rank, e);
+    if (e.shape) c.shape = e.shape;
+    if (e.rank === 0) state.sent.push(e);
+  } else {
+    c.ends.set(e.rank, e);
+  }
+  c.lastSeq = e.seq;
+  state.current = c;
+}
+
+function tensor(state, e) {
+  const entry = { tensor: e.tensor, seq: e.seq, rank: e.rank, name: e.name };
+  if (e.place) {
+    const name = e.place.inside;
+    if (!state.placed.has(name)) state.placed.set(name, { name, fullShape: e.place.full_shape, shards: new Map() });
+    const placed = state.placed.get(name);
+    placed.fullShape = e.place.full_shape;
+    placed.shards.set(e.rank, { ...entry, offset: e.place.offset });
+  } else {
+    if (!state.loose.has(e.name)) state.loose.set(e.name, new Map());
+    state.loose.get(e.name).set(e.rank, entry);
+  }
+}
+
+/** What a rank is doing at the cursor, in words. */
+export function activity(rs, state) {
+  if (rs.error) return { kind: "error", text: `raised ${rs.error.message}` };
+  const open = rs.open[rs.open.length - 1];
+  const outer = rs.open.length > 1 ? `${rs.open[0].name || rs.open[0].op} › ` : "";
+  if (open && open.kind === "compute") return { kind: "compute", text: `${outer}computing ${open.name}` };
+  if (open && open.kind === "collective") {
+    const c = state.collectives.get(`${open.group}#${open.cseq}`);
+    const missing = c ? c.ranks.filter((r) => !c.begins.has(r)) : [];
+    const waiting = missing.length ? ` — waiting for rank${missing.length > 1 ? "s" : ""} ${missing.join(", ")}` : "";
+    return { kind: "collective", text: `${outer}${open.op} (${open.group} #${open.cseq})${waiting}`,
+             waiting: missing.length > 0, label: open.label };
+  }
+  if (open && open.kind === "p2p") return { kind: "p2p", text: `${outer}${open.op} ${open.op === "send" ? "to" : "from"} rank ${open.peer}` };
+  const last = rs.last;
+  if (!last) return { kind: "idle", text: state.run.status === "queued" ? "queued" : "not started" };
+  if (state.final) return { kind: "finished", text: state.run.status === "done" ? "finished" : `stopped (${state.run.status})` };
+  if (last.kind === "check") return { kind: "check", text: `checked ${last.name}: ${last.passed ? "passed" : "FAILED"}` };
+  if (last.kind === "tensor") return { kind: "tensor", text: `has ${last.name}` };
+  if (last.kind === "metric") return { kind: "metric", text: `reported ${last.name}` };
+  if (last.phase === "end") return { kind: "idle", text: `finished ${last.name || last.op}` };
+  return { kind: "idle", text: "working" };
+}
+
+/** One line about an event, for the caption under the scrubber. */
+export function describe(e) {
+  if (!e) return "";
+  const who = e.rank === null || e.rank === undefined ? "server" : `rank ${e.rank}`;
+  switch (e.kind) {
+    case "run":
+      return `${who}: run ${e.status}${e.position ? ` (position ${e.position} in the queue)` : ""}`;
+    case "compute":
+      return `${who}: ${e.phase === "begin" ? "starts" : "ends"} ${e.name}`;
+    case "collective":
+      return `${who}: ${e.op} ${e.phase === "begin" ? "begins" : "ends"} (${e.group} #${e.cseq})${e.label ? ` — ${e.label}` : ""}`;
+    case "p2p":
+      return `${who}: ${e.op} ${e.phase} with rank ${e.peer}`;
+    case "tensor":
+      return `${who}: shows ${e.name} [${(e.tensor?.shape || []).join("×")}]`;
+    case "check":
+      return `${who}: check “${e.name}” ${e.passed ? "passed" : "FAILED"} (max |error| ${formatNumber(e.max_abs_err)})`;
+    case "metric":
+      return `${who}: ${e.name} = ${e.value} ${e.unit || ""}`;
+    case "log":
+      return `${who}: ${e.level || "log"}: ${e.message}`;
+    default:
+      return `${who}: ${e.kind}`;
+  }
+}
+
+export function formatNumber(x) {
+  if (typeof x === "string") return x;
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  if (x === 0) return "0";
+  const a = Math.abs(x);
+  if (a >= 1e4 || a < 1e-3) return x.toExponential(2);
+  return Number(x.toPrecision(4)).toString();
+}
+
+export function formatBytes(n) {
+  return `${Number(n).toLocaleString("en-US")} B`;
+}

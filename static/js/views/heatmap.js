@@ -1,0 +1,143 @@
+/**
+ * Tensors as heatmaps on a canvas. One canvas draws one matrix made of regions — a whole tensor is one
+ * region; a full matrix assembled from shards has one region per rank, at its offset, outlined in the
+ * rank's colour. Each region is filled from its preview grid (block means when `exact` is false).
+ * The canvas carries what it drew (`canvas.heatmap`) so the hover control can name any cell's value.
+ */
+
+import { h } from "paralab/dom.js";
+import { heatColour, rankColour } from "paralab/palette.js";
+
+/** A shape seen as a matrix, as the preview sees it: the last dim as columns, the rest as rows. */
+export function matrixShape(shape) {
+  if (!shape || shape.length === 0) return [1, 1];
+  if (shape.length === 1) return [1, shape[0]];
+  const cols = shape[shape.length - 1];
+  return [shape.slice(0, -1).reduce((a, b) => a * b, 1), cols];
+}
+
+/** The largest |value| of some previews, for a colour scale they share. */
+export function sharedLimit(tensors) {
+  let limit = 0;
+  for (const t of tensors) {
+    const m = Number(t?.stats?.abs_max);
+    if (Number.isFinite(m)) limit = Math.max(limit, m);
+  }
+  return limit || 1;
+}
+
+/** A region covering a whole tensor preview. */
+export function wholeRegion(tensor, rank = null) {
+  const [rows, cols] = matrixShape(tensor.shape);
+  return { r0: 0, c0: 0, rows, cols, tensor, rank };
+}
+
+/**
+ * A canvas of a `rows`×`cols` matrix. `regions`: [{r0, c0, rows, cols, tensor, rank}].
+ * `box`: {maxW, maxH, maxCell} in CSS px. `outline`: stroke each region in its rank's colour.
+ */
+export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline = false, runId = null, label = name }) {
+  const cell = Math.min(box.maxCell, box.maxW / cols, box.maxH / rows);
+  const width = Math.max(1, Math.round(cols * cell));
+  const height = Math.max(1, Math.round(rows * cell));
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = h("canvas", {
+    class: "heatmap", width: Math.round(width * dpr), height: Math.round(height * dpr),
+    style: { width: `${width}px`, height: `${height}px` }, role: "img",
+    "aria-label": `${label}: heatmap of a ${rows}×${cols} matrix; hover for values`,
+  });
+  const g = canvas.getContext("2d");
+  g.scale(dpr, dpr);
+  const px = width / cols;
+  const py = height / rows;
+
+  g.fillStyle = hatch(g);
+  g.fillRect(0, 0, width, height);
+  for (const region of regions) {
+    const grid = region.tensor?.preview || [];
+    const pr = grid.length;
+    const pc = pr ? grid[0].length : 0;
+    if (!pr || !pc) {
+      g.fillStyle = "#cbd5e1";
+      g.fillRect(region.c0 * px, region.r0 * py, region.cols * px, region.rows * py);
+      continue;
+    }
+    const ch = (region.rows / pr) * py;
+    const cw = (region.cols / pc) * px;
+    for (let i = 0; i < pr; i++) {
+      for (let j = 0; j < pc; j++) {
+        g.fillStyle = heatColour(Number(grid[i][j]), limit);
+        const x = region.c0 * px + j * cw;
+        const y = region.r0 * py + i * ch;
+        g.fillRect(Math.floor(x), Math.floor(y), Math.ceil(cw + x - Math.floor(x)), Math.ceil(ch + y - Math.floor(y)));
+      }
+    }
+  }
+  if (outline) {
+    const line = Math.max(2, Math.min(4, cell / 3));
+    g.lineWidth = line;
+    for (const region of regions) {
+      g.strokeStyle = rankColour(region.rank);
+      g.strokeRect(region.c0 * px + line / 2, region.r0 * py + line / 2,
+                   region.cols * px - line, region.rows * py - line);
+    }
+  }
+  canvas.heatmap = { name, rows, cols, regions, runId, valueAt: (r, c) => valueAt(regions, r, c) };
+  return canvas;
+}
+
+function valueAt(regions, r, c) {
+  for (const region of regions) {
+    if (r < region.r0 || r >= region.r0 + region.rows || c < region.c0 || c >= region.c0 + region.cols) continue;
+    const grid = region.tensor?.preview || [];
+    if (!grid.length || !grid[0].length) return { region, value: null, exact: false };
+    const i = Math.floor(((r - region.r0) * grid.length) / region.rows);
+    const j = Math.floor(((c - region.c0) * grid[0].length) / region.cols);
+    return { region, value: Number(grid[i][j]), exact: Boolean(region.tensor.exact), i, j };
+  }
+  return null;
+}
+
+let hatchPattern = null;
+function hatch(g) {
+  if (!hatchPattern) {
+    const tile = document.createElement("canvas");
+    tile.width = tile.height = 8;
+    const t = tile.getContext("2d");
+    t.fillStyle = "#f1f5f9";
+    t.fillRect(0, 0, 8, 8);
+    t.strokeStyle = "#cbd5e1";
+    t.beginPath();
+    t.moveTo(0, 8);
+    t.lineTo(8, 0);
+    t.stroke();
+    hatchPattern = tile;
+  }
+  return g.createPattern(hatchPattern, "repeat");
+}
+
+/** A tensor preview as a tiny image (one pixel per preview cell), for drawings inside SVG. */
+export function gridImage(tensor, limit) {
+  const grid = tensor?.preview || [];
+  const rows = grid.length;
+  const cols = rows ? grid[0].length : 0;
+  if (!rows || !cols) return null;
+  const canvas = document.createElement("canvas");
+  canvas.width = cols;
+  canvas.height = rows;
+  const g = canvas.getContext("2d");
+  for (let i = 0; i < rows; i++) {
+    for (let j = 0; j < cols; j++) {
+      g.fillStyle = heatColour(Number(grid[i][j]), limit);
+      g.fillRect(j, i, 1, 1);
+    }
+  }
+  return canvas.toDataURL();
+}
+
+/** The colour key: −limit … 0 … +limit. */
+export function legend(limit) {
+  const fmt = (x) => (Math.abs(x) >= 100 || Math.abs(x) < 0.01 ? x.toExponential(1) : x.toFixed(2));
+  return h("div", { class: "legend", "aria-label": `colour scale from ${fmt(-limit)} to ${fmt(limit)}` },
+    h("span", {}, fmt(-limit)), h("span", { class: "legend-bar" }), h("span", {}, fmt(limit)));
+}

@@ -1,0 +1,87 @@
+/**
+ * The lesson's source with line numbers. The line of the current event's `site` is highlighted and
+ * scrolled into view; a dot per rank in the gutter marks where each rank last called into torch.distributed.
+ */
+
+import { changed, fill, h } from "paralab/dom.js";
+import { rankColour } from "paralab/palette.js";
+import { highlightPython } from "paralab/views/python.js";
+
+let chosenPath = null;   // a file the viewer picked by its tab; the site's file wins when it changes
+
+function shortName(path) {
+  return path.split("/").slice(-2).join("/");
+}
+
+export function renderSource(container, state, { sources, onPick }) {
+  if (!sources.length) {
+    fill(container, h("p", { class: "empty" }, "No source."));
+    return;
+  }
+  const site = state.site && sources.some((f) => f.path === state.site.path) ? state.site : null;
+  const path = site ? site.path : chosenPath && sources.some((f) => f.path === chosenPath) ? chosenPath : sources[0].path;
+  const file = sources.find((f) => f.path === path);
+
+  let tabs = container.querySelector(".source-tabs");
+  let code = container.querySelector(".source-code");
+  let where = container.querySelector(".source-where");
+  if (changed(container, sources.map((f) => f.path).join("|"))) {
+    tabs = h("div", { class: "source-tabs", role: "tablist", "aria-label": "source files" });
+    where = h("p", { class: "source-where", "aria-live": "polite" });
+    code = h("div", { class: "source-code", tabindex: "0", "aria-label": "lesson source" });
+    fill(container, tabs, where, code);
+  }
+  fill(tabs, sources.map((f) => h("button", {
+    type: "button", role: "tab", class: "source-tab", "aria-selected": String(f.path === path), "data-path": f.path,
+    onclick: () => {
+      chosenPath = f.path;
+      onPick?.();
+    },
+  }, shortName(f.path))));
+
+  if (code.dataset.path !== path) {
+    code.dataset.path = path;
+    delete code.dataset.shown;
+    const lines = highlightPython(file.text);
+    fill(code, h("ol", { class: "lines" }, lines.map((html, i) =>
+      h("li", { class: "line", "data-line": i + 1 },
+        h("span", { class: "num", "aria-hidden": "true" }, String(i + 1)),
+        h("span", { class: "gutter" }),
+        codeLine(html)))));
+  }
+  for (const old of code.querySelectorAll(".line.current, .line.ranked")) {
+    old.classList.remove("current", "ranked");
+    old.removeAttribute("aria-current");
+    old.querySelector(".gutter").replaceChildren();
+  }
+  for (const rs of state.ranks) {
+    if (!rs.site || rs.site.path !== path) continue;
+    const line = code.querySelector(`.line[data-line="${rs.site.line}"]`);
+    if (!line) continue;
+    line.classList.add("ranked");
+    line.querySelector(".gutter").append(h("span", { class: "rank-dot", style: { background: rankColour(rs.rank) }, title: `rank ${rs.rank} was last here` }));
+  }
+  if (site) {
+    const line = code.querySelector(`.line[data-line="${site.line}"]`);
+    fill(where, h("span", { class: "rank-dot", style: { background: rankColour(site.rank) }, "aria-hidden": "true" }),
+      `${shortName(path)}:${site.line}`, site.rank !== null && site.rank !== undefined ? ` — rank ${site.rank}` : "",
+      state.event && state.event.seq !== site.seq ? " (its last call)" : "");
+    if (line) {
+      line.classList.add("current");
+      line.setAttribute("aria-current", "true");
+    }
+    if (line && code.dataset.shown !== `${path}:${site.line}`) {
+      code.dataset.shown = `${path}:${site.line}`;
+      const top = line.offsetTop - code.clientHeight / 2 + line.offsetHeight / 2;
+      code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
+    }
+  } else {
+    fill(where, "No line at this step: the current event names no line of this code.");
+  }
+}
+
+function codeLine(html) {
+  const span = h("code", { class: "text" });
+  span.innerHTML = html || " ";   // escaped by highlightPython
+  return span;
+}

@@ -1,0 +1,83 @@
+/**
+ * Tensors at the cursor. A tensor shown in shards is drawn once as its full matrix, with each rank's
+ * shard in place at its offset and outlined in the rank's colour (unreceived parts hatched). Other
+ * tensors are drawn side by side, one heatmap per rank.
+ */
+
+import { changed, fill, h, remPx } from "paralab/dom.js";
+import { rankColour } from "paralab/palette.js";
+import { heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
+
+function range(a, b) {
+  return b - a === 1 ? `${a}` : `${a}–${b - 1}`;
+}
+
+/** Where each shard sits, in words: "rows 16–31" or "columns 0–15". */
+function shardWhere(shard, fullShape) {
+  const [rows, cols] = matrixShape(shard.tensor.shape);
+  const [r0, c0] = shard.offset.length >= 2 ? shard.offset.slice(-2) : [0, shard.offset[0] || 0];
+  const [fr, fc] = matrixShape(fullShape);
+  const parts = [];
+  if (rows !== fr) parts.push(`rows ${range(r0, r0 + rows)}`);
+  if (cols !== fc) parts.push(`columns ${range(c0, c0 + cols)}`);
+  return parts.join(", ") || "all of it";
+}
+
+function placedCard(placed, ctx, fresh) {
+  const [rows, cols] = matrixShape(placed.fullShape);
+  const shards = [...placed.shards.values()].sort((a, b) => a.rank - b.rank);
+  const regions = shards.map((s) => {
+    const [sr, sc] = matrixShape(s.tensor.shape);
+    const [r0, c0] = s.offset.length >= 2 ? s.offset.slice(-2) : [0, s.offset[0] || 0];
+    return { r0, c0, rows: sr, cols: sc, tensor: s.tensor, rank: s.rank };
+  });
+  const limit = sharedLimit(shards.map((s) => s.tensor));
+  const canvas = heatmapCanvas({ name: placed.name, rows, cols, regions, limit, box: ctx.box, outline: true, runId: ctx.runId });
+  return h("figure", { class: ["tensor-card", "placed", fresh && "fresh"], "data-tensor": placed.name },
+    h("figcaption", {},
+      h("strong", {}, placed.name), ` [${placed.fullShape.join("×")}] — `,
+      `${shards.length} of ${ctx.worldSize || shards.length} shards in place`),
+    h("div", { class: "canvas-wrap" }, canvas),
+    h("ul", { class: "shard-list" }, shards.map((s) =>
+      h("li", { style: { "--rank": rankColour(s.rank) } },
+        h("span", { class: "swatch", "aria-hidden": "true" }), `rank ${s.rank}: ${shardWhere(s, placed.fullShape)}`))),
+    legend(limit));
+}
+
+function looseRow(name, byRank, ctx, freshRank) {
+  const entries = [...byRank.values()].sort((a, b) => a.rank - b.rank);
+  const limit = sharedLimit(entries.map((e) => e.tensor));
+  const small = { ...ctx.box, maxW: ctx.box.maxW / Math.max(2, Math.min(entries.length, 4)) * 1.4 };
+  return h("figure", { class: ["tensor-card", "loose", freshRank !== null && "fresh"], "data-tensor": name },
+    h("figcaption", {}, h("strong", {}, name), ` [${entries[0].tensor.shape.join("×")}] on each rank`),
+    h("div", { class: "rank-tensors" }, entries.map((e) =>
+      h("div", { class: ["rank-tensor", e.rank === freshRank && "fresh"], style: { "--rank": rankColour(e.rank) } },
+        h("span", { class: "rank-label" }, `rank ${e.rank}`),
+        heatmapCanvas({ name: `${name} (rank ${e.rank})`, ...shapeOf(e.tensor), regions: [wholeRegion(e.tensor, e.rank)],
+                        limit, box: small, outline: true, runId: ctx.runId })))),
+    legend(limit));
+}
+
+function shapeOf(tensor) {
+  const [rows, cols] = matrixShape(tensor.shape);
+  return { rows, cols };
+}
+
+export function renderTensors(container, state, { runId, worldSize }) {
+  const event = state.event;
+  const freshName = event && event.kind === "tensor" ? (event.place ? event.place.inside : event.name) : null;
+  const key = [runId, remPx(), freshName, event?.rank,
+    ...[...state.placed.values()].flatMap((p) => [...p.shards.values()].map((s) => s.seq)),
+    ...[...state.loose.values()].flatMap((m) => [...m.values()].map((e) => e.seq))].join(",");
+  if (!changed(container, key)) return;
+  const rem = remPx();
+  const ctx = { runId, worldSize, box: { maxW: 22 * rem, maxH: 16 * rem, maxCell: 1.5 * rem } };
+  if (!state.placed.size && !state.loose.size) {
+    fill(container, h("p", { class: "empty" }, "No tensors shown yet at this step."));
+    return;
+  }
+  fill(container,
+    h("div", { class: "tensor-grid" },
+      [...state.placed.values()].map((p) => placedCard(p, ctx, p.name === freshName)),
+      [...state.loose.entries()].map(([name, byRank]) => looseRow(name, byRank, ctx, name === freshName ? event.rank : null))));
+}
