@@ -62,6 +62,13 @@ class Recording:
                     break
         return events
 
+    def rewrite_events(self, events: list[dict]) -> None:
+        """Replace the whole log (which drops a line cut short by a crash)."""
+        self.close()
+        tmp = self.dir / "events.jsonl.tmp"
+        tmp.write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events))
+        os.replace(tmp, self.dir / "events.jsonl")
+
     def save_tensor(self, blob: dict) -> None:
         tensor_id = blob["blob"]
         if _SAFE_ID.match(tensor_id):

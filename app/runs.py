@@ -122,6 +122,11 @@ class RunManager:
             if meta.get("status") not in FINAL_STATUSES:
                 meta["status"] = "failed"
                 meta["error"] = {"kind": "interrupted", "message": "the server stopped while this run was in flight"}
+                events = recording.load_events()   # the log, too, ends with how the run ended
+                events.append({"seq": len(events) + 1, "rank": None, "t": events[-1]["t"] if events else 0.0,
+                               "kind": "run", "status": "failed", "error": meta["error"]})
+                recording.rewrite_events(events)
+                meta["event_count"] = len(events)
                 recording.save_meta(meta)
 
     # ---- creating, finding, cancelling ----------------------------------------------------------
