@@ -12,7 +12,9 @@ import { bindPlayer } from "paralab/controls/player.js";
 import { bindScrubber } from "paralab/controls/scrubber.js";
 import { bindTextSize } from "paralab/controls/text-size.js";
 import { readLocation, urlWriter } from "paralab/controls/permalink.js";
-import { buildParamsForm, clearErrors, readParamsForm, showErrors, writeParamsForm } from "paralab/controls/params-form.js";
+import {
+  bindParamsToggle, buildParamsForm, clearErrors, readParamsForm, setExpanded, showErrors, writeParamsForm,
+} from "paralab/controls/params-form.js";
 import { renderChecks } from "paralab/views/checks.js";
 import { renderCollective } from "paralab/views/collective.js";
 import { renderComm } from "paralab/views/comm.js";
@@ -70,6 +72,7 @@ window.addEventListener("resize", () => scheduleRender());
 // ---- runs -------------------------------------------------------------------------------------------
 function openRun(run, { seq = null } = {}) {
   connection?.close();
+  setExpanded(form, false);
   store.load(run, { seq });
   connection = connectRun(run.id, {
     since: 0,
@@ -132,6 +135,7 @@ bindKeyboard(store);
 bindPlayer(store);
 bindScrubber($("#scrubber"), store);
 form.addEventListener("submit", startRun);
+bindParamsToggle(form);
 form.addEventListener("change", () => { if (!store.state.run) scheduleRender(); });
 
 async function main() {
@@ -140,6 +144,7 @@ async function main() {
   lesson = await response.json();
   buildParamsForm(form, lesson, { maxRanks, values: { world_size: wanted.worldSize, params: wanted.params } });
   runButton.disabled = false;
+  setExpanded(form, true);
   renderExplanation($("#explanation"), lesson.explanation);
   window.paralab = { store, get connection() { return connection; } };   // for the console and the tests
   if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq);

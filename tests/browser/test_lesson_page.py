@@ -118,7 +118,8 @@ def test_scrubber_and_keyboard_step_through_the_log(page: Page, server):
     expect(page.locator(f'#lanes .lane.current[data-rank="{f_begin["rank"]}"]')).to_have_count(1)
 
     # typing in a form field does not move the cursor
-    page.locator("#param-seed").focus()
+    page.get_by_role("button", name="Parameters").click()
+    page.get_by_label("seed").focus()
     page.keyboard.press("ArrowRight")
     page.keyboard.press("Home")
     expect(counter(page)).to_have_text(f"seq {f_begin['seq']} / {total}")
@@ -227,6 +228,9 @@ def test_url_reproduces_lesson_parameters_and_step_after_reload(page: Page, serv
     page.reload()
     expect(counter(page)).to_have_text(f"seq 14 / {total}")
     assert snapshot(page) == shown
+    summary = page.locator(".params-summary")               # the form is folded while a run is shown
+    expect(summary).to_have_text("2 ranks · seq_len 8 · hidden 32 · ffn 64 · seed 3 · mistake none")
+    page.get_by_role("button", name="Parameters").click()
     expect(page.get_by_label("hidden")).to_have_value("32")
     expect(page.get_by_label("seed")).to_have_value("3")
     expect(page.get_by_role("radio", name="2", exact=True)).to_be_checked()

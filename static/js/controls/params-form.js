@@ -79,6 +79,31 @@ export function writeParamsForm(form, { world_size, params = {} }) {
   if (radio) radio.checked = true;
 }
 
+/** "4 ranks · seq_len 8 · ffn 64 · …": the parameters in one line, for the folded form. */
+export function summarizeParams(form) {
+  const { world_size, params } = readParamsForm(form);
+  return [`${world_size} rank${world_size === 1 ? "" : "s"}`, ...Object.entries(params).map(([k, v]) => `${k} ${v}`)].join(" · ");
+}
+
+/** Fold the fields away (a run is on screen) or show them (choosing, or fixing an error). */
+export function setExpanded(form, expanded) {
+  const toggle = form.querySelector(".params-toggle");
+  toggle.setAttribute("aria-expanded", String(expanded));
+  form.querySelector(".form-row").hidden = !expanded;
+  form.querySelector(".params-summary").textContent = summarizeParams(form);
+}
+
+/** The fold button, and the one-line summary kept up to date. */
+export function bindParamsToggle(form) {
+  const toggle = form.querySelector(".params-toggle");
+  toggle.addEventListener("click", () => setExpanded(form, toggle.getAttribute("aria-expanded") !== "true"));
+  const update = () => {
+    form.querySelector(".params-summary").textContent = summarizeParams(form);
+  };
+  form.addEventListener("input", update);
+  form.addEventListener("change", update);
+}
+
 export function clearErrors(form) {
   for (const p of form.querySelectorAll(".field-error, .form-error")) {
     p.hidden = true;
@@ -104,6 +129,7 @@ export function showErrors(form, detail) {
       for (const input of field.querySelectorAll("input, select")) input.setAttribute("aria-invalid", "true");
     }
   }
+  setExpanded(form, true);
   const first = form.querySelector(".field.invalid input, .field.invalid select");
   first?.focus();
 }

@@ -15,7 +15,7 @@ function shortName(path) {
 
 export function renderSource(container, state, { sources, onPick }) {
   if (!sources.length) {
-    fill(container, h("p", { class: "empty" }, "No source."));
+    fill(container, h("h2", { id: "h-source" }, "Source"), h("p", { class: "empty" }, "No source."));
     return;
   }
   const site = state.site && sources.some((f) => f.path === state.site.path) ? state.site : null;
@@ -29,7 +29,7 @@ export function renderSource(container, state, { sources, onPick }) {
     tabs = h("div", { class: "source-tabs", role: "tablist", "aria-label": "source files" });
     where = h("p", { class: "source-where", "aria-live": "polite" });
     code = h("div", { class: "source-code", tabindex: "0", "aria-label": "lesson source" });
-    fill(container, tabs, where, code);
+    fill(container, h("div", { class: "source-head" }, h("h2", { id: "h-source" }, "Source"), tabs), where, code);
   }
   fill(tabs, sources.map((f) => h("button", {
     type: "button", role: "tab", class: "source-tab", "aria-selected": String(f.path === path), "data-path": f.path,
@@ -70,8 +70,9 @@ export function renderSource(container, state, { sources, onPick }) {
       line.classList.add("current");
       line.setAttribute("aria-current", "true");
     }
-    if (line && code.dataset.shown !== `${path}:${site.line}`) {
-      code.dataset.shown = `${path}:${site.line}`;
+    const shownKey = `${path}:${site.line}:${code.clientHeight}`;   // re-centre after a resize, too
+    if (line && code.dataset.shown !== shownKey) {
+      code.dataset.shown = shownKey;
       const top = line.offsetTop - code.clientHeight / 2 + line.offsetHeight / 2;
       code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
     }

@@ -26,7 +26,7 @@ export function renderRunPill(pill, { run, log, connection }) {
     busy ? h("span", { class: "spinner", "aria-hidden": "true" }) : null,
     h("span", { class: "run-word" }, `Run ${WORDS[status] || status}`),
     detail,
-    run ? h("span", { class: "run-id" }, ` · ${run.world_size} ranks · ${run.id}`) : null,
+    run ? h("span", { class: "run-id", title: `run ${run.id}` }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);
 }
 
