@@ -6,6 +6,7 @@ Passed in explicitly, never global (a rank program's only inputs are `lab` and i
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import torch
@@ -65,7 +66,7 @@ class Lab:
             err = float((actual.float() - expected.float()).abs().max()) if actual.numel() else 0.0
             passed = err <= atol
         event = {"kind": "check", "rank": self.rank, "t": self._tracer.clock(), "name": name,
-                 "passed": passed, "max_abs_err": err if err != float("inf") else "inf",
+                 "passed": passed, "max_abs_err": err if math.isfinite(err) else str(err),
                  "atol": atol, "detail": detail}
         event["tensors"] = self._tracer.previews(
             [actual, expected], [f"{name} (this rank)", f"{name} (reference)"], event)

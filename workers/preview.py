@@ -35,7 +35,8 @@ def downsample(grid: torch.Tensor, side: int) -> torch.Tensor:
 
 
 def _rounded(values: torch.Tensor) -> list:
-    return [[float(f"{v:.4g}") for v in row] for row in values.tolist()]
+    # NaN and infinities as "nan"/"inf"/"-inf", as in the stats: JSON has no such numbers
+    return [[float(f"{v:.4g}") if math.isfinite(v) else str(v) for v in row] for row in values.tolist()]
 
 
 def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import sys
 from array import array
 
@@ -92,7 +93,8 @@ def read_tensor(run: RunDep, tensor_id: str, manager: RunManagerDep):
     values = array("f", base64.b64decode(blob["data"]))
     if sys.byteorder != "little":
         values.byteswap()
-    return {"id": tensor_id, "shape": blob["shape"], "dtype": blob["dtype"], "values": values.tolist()}
+    finite = [v if math.isfinite(v) else str(v) for v in values.tolist()]   # JSON has no NaN/Infinity
+    return {"id": tensor_id, "shape": blob["shape"], "dtype": blob["dtype"], "values": finite}
 
 
 @router.get("/{run_id}/trace.json")
