@@ -21,6 +21,7 @@ import { renderComm } from "paralab/views/comm.js";
 import { renderExplanation } from "paralab/views/explanation.js";
 import { renderLanes } from "paralab/views/lanes.js";
 import { renderNow } from "paralab/views/now.js";
+import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { renderSource } from "paralab/views/source.js";
 import { renderFailure, renderRunPill } from "paralab/views/status.js";
 import { renderTensors } from "paralab/views/tensors.js";
@@ -61,6 +62,7 @@ function render() {
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
   document.body.classList.toggle("has-run", Boolean(run));
+  if (run) $("#recent-runs").hidden = true;
   const shown = run ? { worldSize: run.world_size, params: run.params } : readParamsForm(form);
   writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
              seq: cursor >= 0 ? log[cursor].seq : null });
@@ -148,6 +150,11 @@ async function main() {
   renderExplanation($("#explanation"), lesson.explanation);
   window.paralab = { store, get connection() { return connection; } };   // for the console and the tests
   if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq);
+  else {
+    fetch("/api/runs?limit=50").then((r) => (r.ok ? r.json() : [])).then((runs) => {
+      if (!store.state.run) renderRecentRuns($("#recent-runs"), runs, lessonId);
+    }).catch(() => {});
+  }
   scheduleRender();
 }
 

@@ -206,7 +206,7 @@ def test_invalid_parameters_show_the_message_next_to_the_field(page: Page, serve
     expect(error).to_contain_text("ffn=63 must be divisible by the number of ranks (4)")
     expect(page.get_by_label("ffn")).to_have_attribute("aria-invalid", "true")
     expect(page.locator('[data-field="hidden"] .field-error')).to_be_hidden()
-    expect(page.locator("#run-status")).to_have_text("Run no run yet")
+    expect(page.locator("#run-status")).to_have_text("No run yet")
     assert len(httpx.get(f"{server.url}/api/runs").json()) == before
     # fixed, it runs
     page.get_by_label("ffn").fill("64")

@@ -26,7 +26,7 @@ function timeline(rs, state, t0, t1) {
 
 export function renderLanes(container, state) {
   if (!state.ranks.length) {
-    fill(container, h("p", { class: "empty" }, "The ranks appear here when a run starts."));
+    fill(container, h("p", { class: "empty" }, "Press ▶ Run to start the ranks. Then step through what they did: Space or → next event, ← back, Home/End, or ▶ Play."));
     return;
   }
   const times = state.ranks.flatMap((rs) => rs.spans.map((sp) => sp.t0));

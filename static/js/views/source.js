@@ -77,7 +77,8 @@ export function renderSource(container, state, { sources, onPick }) {
       code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
     }
   } else {
-    fill(where, "No line at this step: the current event names no line of this code.");
+    fill(where, state.event ? "No line at this step: the current event names no line of this code."
+      : "The line the current event comes from is highlighted here.");
   }
 }
 

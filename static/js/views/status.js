@@ -24,7 +24,7 @@ export function renderRunPill(pill, { run, log, connection }) {
     : status === "running" ? ` · ${log.length} events` : run && status !== "none" ? ` · ${log.length} events` : "";
   fill(pill,
     busy ? h("span", { class: "spinner", "aria-hidden": "true" }) : null,
-    h("span", { class: "run-word" }, `Run ${WORDS[status] || status}`),
+    h("span", { class: "run-word" }, status === "none" ? "No run yet" : `Run ${WORDS[status] || status}`),
     detail,
     run ? h("span", { class: "run-id", title: `run ${run.id}` }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);

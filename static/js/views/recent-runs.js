@@ -1,0 +1,27 @@
+/** Earlier runs of this lesson (newest first), each a link that replays it — shown before a run is chosen. */
+
+import { fill, h } from "paralab/dom.js";
+
+function when(seconds) {
+  const ago = Math.max(0, Date.now() / 1000 - seconds);
+  if (ago < 90) return "just now";
+  if (ago < 5400) return `${Math.round(ago / 60)} min ago`;
+  if (ago < 129600) return `${Math.round(ago / 3600)} h ago`;
+  return new Date(seconds * 1000).toLocaleDateString();
+}
+
+export function renderRecentRuns(container, runs, lessonId) {
+  const mine = runs.filter((r) => r.lesson === lessonId).slice(0, 6);
+  container.hidden = mine.length === 0;
+  if (!mine.length) return;
+  fill(container,
+    h("h2", {}, "Earlier runs of this lesson"),
+    h("ul", { class: "recent-runs" }, mine.map((r) => {
+      const query = new URLSearchParams({ world_size: r.world_size, ...r.params, run: r.id });
+      return h("li", {},
+        h("a", { href: `?${query}` }, `${r.world_size} rank${r.world_size === 1 ? "" : "s"}`,
+          h("span", { class: "recent-params" }, Object.entries(r.params).map(([k, v]) => ` · ${k} ${v}`).join(""))),
+        h("span", { class: `recent-status status-${r.status}` }, r.status),
+        h("span", { class: "recent-when" }, when(r.created_at)));
+    })));
+}
