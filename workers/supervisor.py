@@ -37,7 +37,7 @@ def _on_alarm(signum, frame):
 
 
 def supervise(request: LaunchRequest) -> None:
-    """Runs in the forked supervisor process; never returns."""
+    """Fork mode: runs in the supervisor forked from the warm launcher; never returns."""
     from workers.rank import run_rank   # imported by the launcher already: costs nothing here
 
     os.setsid()
@@ -52,7 +52,11 @@ def supervise(request: LaunchRequest) -> None:
             die_with_parent()
             os._exit(run_rank(request, rank, store_path))
         ranks[pid] = rank
+    finish(request, ranks, workdir)
 
+
+def finish(request: LaunchRequest, ranks: dict[int, int], workdir: str) -> None:
+    """Wait for the ranks (pid → rank), report how each ended, clean up and exit."""
     exits, timed_out = _wait_for(ranks, request.time_limit_s)
     try:
         channel = EventChannel(request.events_address, request.run_id, request.token, None)

@@ -1,0 +1,31 @@
+"""A standby rank (spawn mode): a fresh interpreter that imports torch and the lessons ahead of
+time, says `ready`, then waits for one assignment `{"request", "rank", "store"}` on stdin and runs
+that one rank. Used once, never reused."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from workers import warm
+from workers.launch_request import LaunchRequest
+from workers.supervisor import die_with_parent
+
+
+def main() -> None:
+    die_with_parent()
+    warm.warm_up()
+    from workers.rank import run_rank
+
+    print("ready", flush=True)
+    os.dup2(2, 1)   # from now on the slot reads nothing from us: a lesson's prints go to stderr
+    line = sys.stdin.readline()
+    if not line:
+        return   # the slot was closed before a run needed this rank
+    job = json.loads(line)
+    sys.exit(run_rank(LaunchRequest.from_json(job["request"]), job["rank"], job["store"]))
+
+
+if __name__ == "__main__":
+    main()
