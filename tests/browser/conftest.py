@@ -3,6 +3,8 @@ test (so localStorage starts empty). Debian's Chromium is used; never `playwrigh
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -14,6 +16,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 @pytest.fixture(scope="session")
 def browser():
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"no Chromium at {CHROMIUM} (install Debian's chromium; never `playwright install`)")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser

@@ -93,7 +93,8 @@ export function layoutCollective(c, { width, rem }) {
   const hubs = [];
   const flows = [];
   const inBottom = (k) => [cx(k), yIn + hIn];
-  if (op === "all_reduce" || !["reduce_scatter", "reduce", "all_gather", "broadcast", "barrier"].includes(op)) {
+  const ownDrawing = ["reduce", "reduce_scatter", "all_gather", "broadcast", "barrier"];
+  if (!ownDrawing.includes(op)) {          // all_reduce, and the generic picture for the others
     const hx = width / 2;
     hubs.push({ x: hx, y: hubY, r: hubR, label: op === "all_reduce" ? "Σ" : "⇄" });
     members.forEach((r, k) => {
