@@ -38,7 +38,7 @@ const STOPS = [
 
 /** The heatmap colour of `value` on a scale symmetric around 0 reaching ±`limit`, as "rgb(…)". */
 export function heatColour(value, limit) {
-  if (!Number.isFinite(value)) return "rgb(0,0,0)";
+  if (Number.isNaN(value)) return "rgb(0,0,0)";          // NaN is black; ±inf the scale's ends
   const x = Math.max(-1, Math.min(1, limit > 0 ? value / limit : 0));
   for (let i = 1; i < STOPS.length; i++) {
     const [x1, c1] = STOPS[i];

@@ -191,7 +191,9 @@ export function describe(e) {
 
 export function formatNumber(x) {
   if (typeof x === "string") return x;
-  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  if (x === null || x === undefined) return "–";
+  if (Number.isNaN(x)) return "nan";
+  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
   if (x === 0) return "0";
   const a = Math.abs(x);
   if (a >= 1e4 || a < 1e-3) return x.toExponential(2);

@@ -7,12 +7,13 @@
 import { changed, fill, h, remPx } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
-import { heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
+import { cellValue, heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
 
 function difference(a, b) {
-  if (!a?.preview?.length || !b?.preview?.length || a.preview.length !== b.preview.length) return null;
-  const preview = a.preview.map((row, i) => row.map((v, j) => Number(v) - Number(b.preview[i][j])));
-  const absMax = Math.max(0, ...preview.flat().map(Math.abs));
+  if (!a?.preview?.length || !b?.preview?.length || a.preview.length !== b.preview.length
+      || a.preview[0].length !== b.preview[0].length) return null;
+  const preview = a.preview.map((row, i) => row.map((v, j) => cellValue(v) - cellValue(b.preview[i][j])));
+  const absMax = Math.max(0, ...preview.flat().map(Math.abs).filter(Number.isFinite));
   return { ...a, name: "difference", preview, stats: { abs_max: absMax }, id: null, exact: a.exact && b.exact };
 }
 

@@ -8,6 +8,14 @@
 import { h } from "paralab/dom.js";
 import { heatColour, rankColour } from "paralab/palette.js";
 
+/** A preview value as a number: previews write NaN and infinities as "nan", "inf", "-inf". */
+export function cellValue(v) {
+  if (typeof v === "number") return v;
+  if (v === "inf") return Infinity;
+  if (v === "-inf") return -Infinity;
+  return Number(v);
+}
+
 /** A shape seen as a matrix, as the preview sees it: the last dim as columns, the rest as rows. */
 export function matrixShape(shape) {
   if (!shape || shape.length === 0) return [1, 1];
@@ -66,7 +74,7 @@ export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline =
     const cw = (region.cols / pc) * px;
     for (let i = 0; i < pr; i++) {
       for (let j = 0; j < pc; j++) {
-        g.fillStyle = heatColour(Number(grid[i][j]), limit);
+        g.fillStyle = heatColour(cellValue(grid[i][j]), limit);
         const x = region.c0 * px + j * cw;
         const y = region.r0 * py + i * ch;
         g.fillRect(Math.floor(x), Math.floor(y), Math.ceil(cw + x - Math.floor(x)), Math.ceil(ch + y - Math.floor(y)));
@@ -93,7 +101,7 @@ function valueAt(regions, r, c) {
     if (!grid.length || !grid[0].length) return { region, value: null, exact: false };
     const i = Math.floor(((r - region.r0) * grid.length) / region.rows);
     const j = Math.floor(((c - region.c0) * grid[0].length) / region.cols);
-    return { region, value: Number(grid[i][j]), exact: Boolean(region.tensor.exact), i, j };
+    return { region, value: cellValue(grid[i][j]), exact: Boolean(region.tensor.exact), i, j };
   }
   return null;
 }
@@ -128,7 +136,7 @@ export function gridImage(tensor, limit) {
   const g = canvas.getContext("2d");
   for (let i = 0; i < rows; i++) {
     for (let j = 0; j < cols; j++) {
-      g.fillStyle = heatColour(Number(grid[i][j]), limit);
+      g.fillStyle = heatColour(cellValue(grid[i][j]), limit);
       g.fillRect(j, i, 1, 1);
     }
   }
