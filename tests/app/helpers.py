@@ -1,0 +1,155 @@
+"""What the live-server tests share: reading a run's events, the websocket, and watching the
+processes a run forks (read from /proc, so that a test can say none is left behind)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from websockets.sync.client import connect
+
+FINAL = ("done", "failed", "cancelled")
+
+
+def events(server, run_id: str, since: int = 0) -> list[dict]:
+    response = httpx.get(f"{server.url}/api/runs/{run_id}/events", params={"since": since})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def run_count(server) -> int:
+    return len(httpx.get(f"{server.url}/api/runs", params={"limit": 1_000_000}).json())
+
+
+def is_final(event: dict) -> bool:
+    return event.get("kind") == "run" and event.get("status") in FINAL
+
+
+def ws_receive(ws, timeout: float = 10) -> dict:
+    return json.loads(ws.recv(timeout=timeout))
+
+
+def ws_until_final(ws, timeout: float = 30) -> list[dict]:
+    """Every message up to and including the run's final `run` event."""
+    got, deadline = [], time.monotonic() + timeout
+    while True:
+        got.append(ws_receive(ws, max(deadline - time.monotonic(), 0.01)))
+        if is_final(got[-1]):
+            return got
+
+
+def ws_connect(server, run_id: str, since: int | None = None):
+    query = "" if since is None else f"?since={since}"
+    return connect(f"{server.ws_url}/ws/runs/{run_id}{query}", open_timeout=10, close_timeout=2,
+                   max_queue=None)   # unbounded: closing with unread events must not wait on flow control
+
+
+def wait_for(predicate, timeout: float = 10, interval: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"waited {timeout} s for {predicate}")
+
+
+# ---- processes ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    state: str
+    ppid: int
+    session: int
+    start: int            # start time in clock ticks since boot: tells a reused pid apart
+
+    @property
+    def living(self) -> bool:
+        return self.state not in "ZX"      # a zombie has ended; only its exit status is left
+
+
+def _proc(pid: int) -> Proc | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return Proc(pid, fields[0], int(fields[1]), int(fields[3]), int(fields[19]))
+
+
+def processes() -> dict[int, Proc]:
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (proc := _proc(int(name))) is not None:
+            found[proc.pid] = proc
+    return found
+
+
+def descendants(root: int, procs: dict[int, Proc]) -> list[Proc]:
+    children: dict[int, list[Proc]] = {}
+    for proc in procs.values():
+        children.setdefault(proc.ppid, []).append(proc)
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child.pid)
+    return out
+
+
+def launcher_pid(server) -> int:
+    """The server's warm launcher: its child running `python -m workers.launcher`."""
+    for proc in descendants(server.proc.pid, processes()):
+        try:
+            cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc.ppid == server.proc.pid and b"workers.launcher" in cmdline:
+            return proc.pid
+    raise LookupError("the server has no launcher process")
+
+
+class RunProcesses:
+    """Records every process the launcher starts while the block runs (a run's supervisor and its
+    ranks), polling /proc every few milliseconds; `left_behind()` says which still live after."""
+
+    def __init__(self, server):
+        self.launcher = launcher_pid(server)
+        self.launcher_session = _proc(self.launcher).session
+        self._before = {(p.pid, p.start) for p in descendants(self.launcher, processes())}
+        self.seen: dict[tuple[int, int], Proc] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> "RunProcesses":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            for proc in descendants(self.launcher, processes()):
+                if (proc.pid, proc.start) not in self._before:
+                    self.seen.setdefault((proc.pid, proc.start), proc)
+            time.sleep(0.003)
+
+    def left_behind(self, timeout: float = 10) -> list[Proc]:
+        """Processes of the run still living once `timeout` has passed (empty as soon as none is)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            procs = processes()
+            sessions = {p.session for p in self.seen.values()} - {self.launcher_session}
+            living = [p for p in procs.values() if p.living and ((p.pid, p.start) in self.seen or p.session in sessions)]
+            if not living or time.monotonic() > deadline:
+                return living
+            time.sleep(0.05)

@@ -1,0 +1,76 @@
+"""The hub: one bounded queue per subscriber; a subscriber that overflows is marked lagged, alone;
+and the websocket sender resynchronises a lagged client from the log, every event exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from app.hub import Hub
+from app.routes.ws import _send
+from app.runs import RunManager
+from app.settings import Settings
+
+
+def test_each_subscriber_gets_every_message_in_its_own_queue():
+    async def scenario():
+        hub = Hub()
+        async with hub.subscribe("run-a") as first, hub.subscribe("run-a") as second, \
+                hub.subscribe("run-b") as other:
+            assert hub.count("run-a") == 2 and hub.count("run-b") == 1
+            for n in range(3):
+                hub.publish("run-a", {"seq": n})
+            hub.publish("nobody-listens", {"seq": 99})
+            got = [[sub.queue.get_nowait()["seq"] for _ in range(sub.queue.qsize())] for sub in (first, second, other)]
+        assert got == [[0, 1, 2], [0, 1, 2], []]
+        assert hub.count("run-a") == 0 and hub.count("run-b") == 0     # unsubscribed on exit
+
+    asyncio.run(scenario())
+
+
+def test_overflow_marks_only_the_slow_subscriber_lagged():
+    async def scenario():
+        hub = Hub(queue_size=3)
+        async with hub.subscribe("run") as slow, hub.subscribe("run") as fast:
+            for n in range(5):
+                hub.publish("run", {"seq": n})
+                if fast.queue.qsize():
+                    fast.queue.get_nowait()
+            assert slow.lagged and slow.queue.qsize() == 3
+            assert not fast.lagged
+            slow.drain()
+            assert not slow.lagged and slow.queue.empty()
+
+    asyncio.run(scenario())
+
+
+class _FakeSocket:
+    def __init__(self):
+        self.sent: list[dict] = []
+
+    async def send_text(self, text: str) -> None:
+        self.sent.append(json.loads(text))
+        await asyncio.sleep(0)
+
+
+def test_lagged_websocket_client_is_resynchronised_from_the_log(tmp_path):
+    """Events published faster than a client takes them: it still gets seq 1..N, each once."""
+    async def scenario():
+        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub(queue_size=4))
+        manager.runs_dir.mkdir(parents=True)
+        run = manager.create("tp_mlp", 1, {}, False, "gloo")           # records seq 1 (queued)
+        socket = _FakeSocket()
+        async with manager.hub.subscribe(run.id) as subscriber:
+            backlog = manager.events_since(run, 0)
+            sender = asyncio.create_task(_send(socket, manager, run, subscriber, backlog, 0))
+            for n in range(40):                                        # a burst: the queue overflows
+                manager.record(run, {"kind": "log", "message": f"event {n}"})
+            await asyncio.sleep(0.05)
+            assert subscriber.lagged is False                          # resynchronised and drained
+            for n in range(5):                                         # then live again
+                manager.record(run, {"kind": "log", "message": f"late {n}"})
+                await asyncio.sleep(0.01)
+            sender.cancel()
+        return [e["seq"] for e in socket.sent]
+
+    assert asyncio.run(scenario()) == list(range(1, 47))

@@ -1,0 +1,116 @@
+"""How the run manager ends a run from the supervisor's report and the ranks' last events, fed the
+protocol's messages directly (no ranks): which rank a crash names."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.hub import Hub
+from app.runs import RunManager
+from app.settings import Settings
+
+
+def conclude(tmp_path, world_size: int, messages: list[tuple[int | None, dict]]) -> dict:
+    """Feed (rank, message) pairs as the event port would; returns the run's final public state."""
+    async def scenario():
+        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+        manager.runs_dir.mkdir(parents=True)
+        run = manager.create("crash", world_size, {}, False, "gloo")
+        run.status = "running"
+        for rank, message in messages:
+            manager._take(run, rank, message)
+        await asyncio.wait_for(run.finished.wait(), 5)
+        return {"status": run.status, "error": run.error, "last": run.events[-1]}
+
+    return asyncio.run(scenario())
+
+
+def report(*exits: tuple[int, int, bool], timed_out: bool = False) -> tuple[None, dict]:
+    return None, {"supervisor": "exited", "timed_out": timed_out,
+                  "exits": [{"rank": r, "code": c, "stopped": s} for r, c, s in exits]}
+
+
+def cut_off(rank: int) -> list[tuple[int, dict]]:
+    """What a rank sends when a peer's death breaks its all-reduce: the span's end with an error,
+    then the error that ended the rank."""
+    message = "RuntimeError: Connection closed by peer"
+    return [(rank, {"kind": "collective", "phase": "begin", "op": "all_reduce", "t": 0.1, "site": "p.py:22"}),
+            (rank, {"kind": "collective", "phase": "end", "op": "all_reduce", "t": 0.2, "site": "p.py:22",
+                    "error": message}),
+            (rank, {"kind": "log", "level": "error", "t": 0.2, "message": message, "site": "p.py:22",
+                    "traceback": "..."})]
+
+
+def test_clean_exits_end_the_run_done(tmp_path):
+    ended = conclude(tmp_path, 2, [report((0, 0, False), (1, 0, False))])
+    assert ended["status"] == "done" and ended["error"] is None
+    assert (ended["last"]["kind"], ended["last"]["status"]) == ("run", "done")
+
+
+def test_a_raising_rank_is_named_with_its_message_site_and_traceback(tmp_path):
+    ended = conclude(tmp_path, 2, [
+        (1, {"kind": "log", "level": "error", "t": 0.1, "message": "ZeroDivisionError: boom", "site": "p.py:15",
+             "traceback": "Traceback ..."}),
+        report((0, -9, True), (1, 1, False))])
+    assert ended["status"] == "failed"
+    assert ended["error"] == {"kind": "crash", "rank": 1, "message": "rank 1 raised ZeroDivisionError: boom",
+                              "site": "p.py:15", "traceback": "Traceback ..."}
+    assert ended["last"]["error"] == ended["error"]
+
+
+def test_the_rank_that_died_is_named_not_the_rank_it_cut_off(tmp_path):
+    """Rank 2 exits; rank 1's all-reduce breaks and it fails too; both exits are failures."""
+    ended = conclude(tmp_path, 3, [*cut_off(1), report((0, -9, True), (1, 1, False), (2, 3, False))])
+    assert ended["error"]["rank"] == 2
+    assert ended["error"]["message"] == "rank 2 exited with status 3"
+
+
+def test_a_segfault_is_named_by_its_signal(tmp_path):
+    ended = conclude(tmp_path, 2, [*cut_off(0), report((0, 1, False), (1, -11, False))])
+    assert (ended["error"]["rank"], ended["error"]["message"]) == (1, "rank 1 was killed by SIGSEGV")
+
+
+def test_when_every_failure_is_in_communication_the_lowest_rank_is_named(tmp_path):
+    ended = conclude(tmp_path, 2, [*cut_off(1), *cut_off(0), report((0, 1, False), (1, 1, False))])
+    assert ended["error"]["rank"] == 0
+    assert ended["error"]["message"] == "rank 0 raised RuntimeError: Connection closed by peer"
+
+
+def test_a_timed_out_report_is_a_timeout_naming_where_each_rank_was(tmp_path):
+    ended = conclude(tmp_path, 2, [
+        (0, {"kind": "collective", "phase": "begin", "op": "all_reduce", "t": 0.1, "site": "p.py:22"}),
+        report((0, -9, True), (1, -9, True), timed_out=True)])
+    assert ended["status"] == "failed"
+    assert ended["error"]["kind"] == "timeout"
+    assert ended["error"]["ranks"] == {"0": "p.py:22", "1": None}
+
+
+def test_events_from_a_rank_carry_that_rank(tmp_path):
+    """A rank speaks only for itself: a `rank` field in its message is overwritten."""
+    ended = conclude(tmp_path, 2, [(1, {"kind": "log", "level": "error", "rank": 0, "t": 0.1, "message": "x"}),
+                                   report((0, -9, True), (1, 1, False))])
+    assert ended["error"]["rank"] == 1
+
+
+def test_runs_left_in_flight_are_failed_at_start_up_in_record_and_log(tmp_path):
+    from app.recording import Recording
+
+    rec = Recording(tmp_path / "runs", "gone")
+    rec.create({"id": "gone", "lesson": "crash", "world_size": 2, "params": {}, "created_at": 1.0,
+                "status": "running", "error": None, "event_count": 2})
+    rec.append('{"seq":1,"rank":null,"t":0.0,"kind":"run","status":"queued"}\n')
+    rec.append('{"seq":2,"rank":null,"t":0.5,"kind":"run","status":"running"}\n')
+    rec.append('{"seq":3,"rank":0,"t":0.7,"kind":"coll')       # the server died mid-line
+    rec.close()
+    finished = Recording(tmp_path / "runs", "fine")
+    finished.create({"id": "fine", "status": "done"})
+
+    manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+    manager._mark_interrupted_runs()
+
+    run = manager.get("gone")
+    assert (run.status, run.error["kind"]) == ("failed", "interrupted")
+    assert [(e["seq"], e["status"]) for e in run.events] == [(1, "queued"), (2, "running"), (3, "failed")]
+    assert run.events[-1] == {"seq": 3, "rank": None, "t": 0.5, "kind": "run", "status": "failed",
+                              "error": run.error}
+    assert Recording(tmp_path / "runs", "fine").load_meta() == {"id": "fine", "status": "done"}
