@@ -18,11 +18,16 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--max-ranks", type=int, default=defaults.MAX_RANKS, help="largest world size allowed")
     parser.add_argument("--time-limit", type=float, default=defaults.RUN_TIME_LIMIT_S,
                         help="wall-clock limit of a run, seconds (default %(default)s)")
+    parser.add_argument("--step-time-limit", type=float, default=defaults.STEP_TIME_LIMIT_S,
+                        help="wall-clock limit of a run in step mode, seconds (default %(default)s)")
+    parser.add_argument("--hang-timeout", type=float, default=defaults.HANG_TIMEOUT_S,
+                        help="seconds without progress inside a collective before a run is called hung")
     parser.add_argument("--max-concurrent-runs", type=int, default=defaults.MAX_CONCURRENT_RUNS)
     parser.add_argument("--log-level", default=defaults.LOG_LEVEL)
     args = parser.parse_args(argv)
     return Settings(HOST=args.host, PORT=args.port, DATA_DIR=args.data_dir, BACKEND=args.backend,
                     MAX_RANKS=args.max_ranks, RUN_TIME_LIMIT_S=args.time_limit,
+                    STEP_TIME_LIMIT_S=args.step_time_limit, HANG_TIMEOUT_S=args.hang_timeout,
                     MAX_CONCURRENT_RUNS=args.max_concurrent_runs, LOG_LEVEL=args.log_level)
 
 

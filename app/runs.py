@@ -13,6 +13,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from app import flight_recorder
 from app.hub import Hub
 from app.launcher import Launcher
 from app.recording import Recording, recorded_ids
@@ -42,6 +43,10 @@ class Run:
     events: list[dict] = field(default_factory=list)
     pid: int | None = None
     channels_open: int = 0
+    hang_timeout_s: float = 10.0
+    last_event_at: float = field(default_factory=time.monotonic)
+    writers: dict[int, asyncio.StreamWriter] = field(default_factory=dict)   # rank → its channel
+    waiting: dict[int, dict] = field(default_factory=dict)                   # rank → its gate event
     report: dict | None = None
     rank_errors: dict[int, dict] = field(default_factory=dict)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
@@ -61,6 +66,7 @@ class Run:
     def meta(self) -> dict:
         return {"id": self.id, "lesson": self.lesson, "world_size": self.world_size, "params": self.params,
                 "step": self.step, "backend": self.backend, "created_at": self.created_at,
+                "hang_timeout_s": self.hang_timeout_s,
                 "status": self.status, "error": self.error, "event_count": len(self.events)}
 
 
@@ -130,12 +136,13 @@ class RunManager:
                 recording.save_meta(meta)
 
     # ---- creating, finding, cancelling ----------------------------------------------------------
-    def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str) -> Run:
+    def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str,
+               hang_timeout_s: float | None = None) -> Run:
         queued = sum(1 for r in self.runs.values() if r.status == "queued")
         if queued >= self.settings.MAX_QUEUED_RUNS:
             raise QueueFull(f"{queued} runs are already queued; try again shortly")
         run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
-                  step=step, backend=backend)
+                  step=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S)
         self.runs[run.id] = run
         recording = self._recording(run.id)
         recording.create(run.meta())
@@ -193,6 +200,12 @@ class RunManager:
         run.events.append(event)
         self._recording(run.id).append(json.dumps(event, separators=(",", ":")) + "\n")
         self.hub.publish(run.id, event)
+        run.last_event_at = time.monotonic()
+        if event["kind"] == "gate":
+            if event.get("phase") == "waiting":
+                run.waiting[event["rank"]] = event
+            else:
+                run.waiting.pop(event["rank"], None)
         if event["kind"] == "log" and event.get("level") == "error" and event["rank"] is not None:
             run.rank_errors.setdefault(event["rank"], event)
         return event
@@ -207,6 +220,7 @@ class RunManager:
             rank = hello.get("rank")
             if rank is not None:
                 run.channels_open += 1
+                run.writers[rank] = writer
             while line := await reader.readline():
                 self._take(run, rank, decode(line))
         except (ValueError, ConnectionError, asyncio.IncompleteReadError) as exc:
@@ -214,6 +228,8 @@ class RunManager:
         finally:
             if run is not None and rank is not None:
                 run.channels_open -= 1
+                run.writers.pop(rank, None)
+                run.waiting.pop(rank, None)
             writer.close()
 
     def _take(self, run: Run, rank: int | None, message: dict) -> None:
@@ -239,26 +255,76 @@ class RunManager:
                 continue
             self._spawn(self._execute(run))
 
+    def time_limit(self, run: Run) -> float:
+        """Step mode waits on a person, so it gets the longer limit."""
+        return self.settings.STEP_TIME_LIMIT_S if run.step else self.settings.RUN_TIME_LIMIT_S
+
     async def _execute(self, run: Run) -> None:
         try:
             request = LaunchRequest(
                 run_id=run.id, token=run.token, lesson=run.lesson, world_size=run.world_size,
                 events_address=self.events_address, t0=run.t0,
-                time_limit_s=self.settings.RUN_TIME_LIMIT_S, params=run.params,
+                time_limit_s=self.time_limit(run), params=run.params,
                 backend=run.backend, step=run.step)
             run.status = "running"
             self.record(run, {"kind": "run", "status": "running", "backend": run.backend})
             run.pid = await self.launcher.launch(request)
+            watchdog = self._spawn(self._watch_for_hang(run))
             try:
-                await asyncio.wait_for(run.finished.wait(), self.settings.RUN_TIME_LIMIT_S + _KILL_GRACE_S)
+                await asyncio.wait_for(run.finished.wait(), self.time_limit(run) + _KILL_GRACE_S)
             except asyncio.TimeoutError:
                 self._kill(run)
                 self._finish(run, "failed", self._timeout_error(run))
+            finally:
+                watchdog.cancel()
         except Exception as exc:   # the launcher failed: the run fails, the server goes on
             log.exception("run %s could not be launched", run.id)
             self._finish(run, "failed", {"kind": "launch", "message": f"could not start the ranks: {exc}"})
         finally:
             self._slots.release()
+
+    async def _watch_for_hang(self, run: Run) -> None:
+        """A run is hung when some rank sits inside a collective or send/recv, no event has come for
+        `hang_timeout_s`, and no rank is waiting at a step-mode gate (that is a person's pause)."""
+        while not run.final:
+            await asyncio.sleep(min(0.25, run.hang_timeout_s / 4))
+            quiet = time.monotonic() - run.last_event_at
+            if quiet < run.hang_timeout_s or run.waiting or run.report is not None:
+                continue
+            if flight_recorder.open_calls(run.events, run.world_size):
+                self._kill(run)
+                report = flight_recorder.diagnose(run.events, run.world_size)
+                message = f"hung for {run.hang_timeout_s:g} s: {report.pop('message')}"
+                self._finish(run, "failed", {"kind": "hang", "message": message, **report})
+
+    # ---- step mode -------------------------------------------------------------------------
+    def control(self, run: Run, message: dict) -> str | None:
+        """Apply a control message (`step` [rank], `continue`, `pause`); an error text, or None."""
+        op = message.get("op")
+        if run.final:
+            return f"run {run.id} has ended"
+        if op == "step":
+            rank = message.get("rank")
+            if rank is None:
+                targets = sorted(run.waiting)
+            elif not isinstance(rank, int) or rank not in run.waiting:
+                return f"rank {rank} is not waiting at a gate"
+            else:
+                targets = [rank]
+            self._tell(run, targets, {"release": True})
+        elif op in ("continue", "pause"):
+            self._tell(run, sorted(run.writers), {"stepping": op == "pause"})
+        else:
+            return f"unknown control op {op!r}"
+        return None
+
+    @staticmethod
+    def _tell(run: Run, ranks: list[int], message: dict) -> None:
+        line = (json.dumps(message) + "\n").encode()
+        for rank in ranks:
+            writer = run.writers.get(rank)
+            if writer is not None and not writer.is_closing():
+                writer.write(line)
 
     async def _conclude(self, run: Run) -> None:
         """The supervisor has reported: let the ranks' last events arrive, then end the run."""

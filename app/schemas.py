@@ -25,6 +25,9 @@ class RunCreate(BaseModel):
     world_size: int = Field(description="number of ranks")
     params: dict[str, Any] = Field(default_factory=dict, description="the lesson's parameters")
     step: bool = Field(False, description="pause every rank before each collective (step mode)")
+    hang_timeout_s: float | None = Field(None, gt=0, le=600, description=(
+        "seconds without progress inside a collective before the run is reported hung "
+        "(default: the server's; a lesson's own `timeout_s` parameter wins)"))
 
 
 class RunPublic(BaseModel):

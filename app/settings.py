@@ -19,8 +19,10 @@ class Settings(BaseSettings):
     PORT: int = Field(8000, ge=0, le=65535)
     DATA_DIR: Path = REPO_ROOT / "data"
     BACKEND: Literal["auto", "gloo", "nccl"] = "auto"    # auto: NCCL when CUDA has a GPU per rank
-    MAX_RANKS: int = Field(8, ge=1, le=64)
+    MAX_RANKS: int = Field(16, ge=1, le=64)
     RUN_TIME_LIMIT_S: float = Field(60.0, gt=0)           # wall-clock limit of every run
+    STEP_TIME_LIMIT_S: float = Field(1800.0, gt=0)        # … of a run in step mode (a person drives it)
+    HANG_TIMEOUT_S: float = Field(10.0, gt=0)             # no progress inside a collective this long: hung
     MAX_CONCURRENT_RUNS: int = Field(2, ge=1)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
     LOG_LEVEL: str = "info"

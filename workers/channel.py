@@ -1,4 +1,5 @@
-"""The rank → server byte stream: JSON lines over a TCP socket, after a hello line.
+"""The rank ↔ server byte stream: JSON lines over a TCP socket, after a hello line. Events go up;
+control messages for the step-mode gate (`workers/gate.py`) come down.
 
 A socket rather than a pipe so that ranks on other hosts (started by torchrun) can later report to
 the same server with the run's token.
@@ -6,10 +7,11 @@ the same server with the run's token.
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 
-from workers.protocol import encode
+from workers.protocol import decode, encode
 
 
 class EventChannel:
@@ -20,7 +22,22 @@ class EventChannel:
         self._sock = socket.create_connection((host, int(port)))
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._lock = threading.Lock()
+        self._inbox = b""
         self.send({"hello": run_id, "token": token, "rank": rank})
+
+    def receive(self, timeout: float | None = None) -> dict | None:
+        """The next control message from the server; None if none came within `timeout` seconds
+        (0 polls) or the server closed the connection."""
+        while b"\n" not in self._inbox:
+            ready, _, _ = select.select([self._sock], [], [], timeout)
+            if not ready:
+                return None
+            data = self._sock.recv(65536)
+            if not data:
+                return None
+            self._inbox += data
+        line, _, self._inbox = self._inbox.partition(b"\n")
+        return decode(line)
 
     def send(self, message: dict) -> None:
         data = encode(message)

@@ -33,13 +33,23 @@ class Lab:
         return self._groups[name]
 
     def show(self, name: str, tensor: torch.Tensor, inside: str | None = None,
-             full_shape: tuple[int, ...] | None = None, offset: tuple[int, ...] | None = None) -> None:
+             full_shape: tuple[int, ...] | None = None, offset: tuple[int, ...] | None = None,
+             origin: list[list[int]] | None = None) -> None:
         """Snapshot a tensor for the page. A shard names the full tensor it sits `inside`, that
-        tensor's `full_shape`, and the `offset` of its first element there."""
+        tensor's `full_shape`, and the `offset` of its first element there. `origin` lists, for each
+        element (flattened), the ranks its value came from."""
         fields = {}
         if inside is not None:
             fields["place"] = {"inside": inside, "full_shape": list(full_shape), "offset": list(offset)}
+        if origin is not None:
+            fields["origin"] = origin
         self._tracer.snapshot(name, tensor, **fields)
+
+    @contextmanager
+    def untraced(self):
+        """Run torch.distributed calls without events (timing loops, calibration)."""
+        with self._tracer.paused():
+            yield
 
     @contextmanager
     def compute(self, name: str, stage: int | None = None, microbatch: int | None = None):
@@ -73,10 +83,11 @@ class Lab:
         self._tracer.emit(event)
         return passed
 
-    def metric(self, name: str, value: float, unit: str = "", formula: str | None = None) -> None:
-        """A number for the page (`formula` says how it is predicted, in the lesson's symbols)."""
+    def metric(self, name: str, value: float, unit: str = "", formula: str | None = None, **fields) -> None:
+        """A number for the page (`formula` says how it is predicted, in the lesson's symbols;
+        `fields` adds related numbers, e.g. the size a timing was taken at)."""
         event = {"kind": "metric", "rank": self.rank, "t": self._tracer.clock(),
-                 "name": name, "value": value, "unit": unit}
+                 "name": name, "value": value, "unit": unit, **fields}
         if formula:
             event["formula"] = formula
         self._tracer.emit(event)

@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from workers import comm
 from workers.channel import EventChannel
+from workers.gate import Gate
 from workers.lab import Lab
 from workers.launch_request import LaunchRequest
 from workers.lessons import LESSONS
@@ -36,7 +37,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
     torch.set_num_threads(1)
     channel = EventChannel(request.events_address, request.run_id, request.token, rank)
     clock = lambda: time.monotonic() - request.t0  # noqa: E731  one monotonic clock per host
-    tracer = Tracer(channel.send, rank, clock)
+    tracer = Tracer(channel.send, rank, clock, before_call=Gate(channel, rank, clock, request.step))
     status = 0
     try:
         lesson = LESSONS[request.lesson]
@@ -51,6 +52,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
             comm.use_tracer(tracer)
         program.run(Lab(tracer, rank, request.world_size, device), params)
         tracer.uninstall()
+        _wait_for_everyone(store, rank, request.world_size)
         dist.destroy_process_group()
     except BaseException as exc:   # report anything, even SystemExit, with where it happened
         channel.send(_error_event(rank, clock(), exc))
@@ -58,6 +60,14 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
     finally:
         channel.close()
     return status
+
+
+def _wait_for_everyone(store, rank: int, world_size: int) -> None:
+    """Leave together. A rank that finishes early waits on the store, not in gloo: if it closed its
+    connections, the ranks still working would fail with "connection reset" instead of showing
+    where they really are (e.g. stuck in a collective this rank skipped)."""
+    store.set(f"finished/{rank}", "1")
+    store.wait([f"finished/{r}" for r in range(world_size)])
 
 
 def _error_event(rank: int, t: float, exc: BaseException) -> dict:

@@ -14,6 +14,7 @@ import itertools
 import sys
 import threading
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +24,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from workers import preview as previews
+from workers.cost_model import bandwidths
 from workers.protocol import MAX_EVENT_BYTES, PREVIEW_SIDE, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -144,6 +146,16 @@ class Tracer:
     @staticmethod
     def _resolve(group: Any) -> Any:
         return c10d._get_default_group() if group is None else group
+
+    @contextmanager
+    def paused(self):
+        """Calls made inside pass through untraced (as nested calls do)."""
+        previous = getattr(self._local, "inside", False)
+        self._local.inside = True
+        try:
+            yield
+        finally:
+            self._local.inside = previous
 
     # ---- snapshots -----------------------------------------------------------------------
     def keep(self, tensor: torch.Tensor) -> str | None:
@@ -281,6 +293,9 @@ class Tracer:
         event = {key: begin[key] for key in ("kind", "rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer",
                                              "tag", "shape", "dtype", "bytes", "label", "site") if key in begin}
         event.update(phase="end", t=self.clock())
+        event["duration"] = event["t"] - begin["t"]
+        if error is None and event.get("bytes"):
+            event["algbw"], event["busbw"] = bandwidths(spec.op, len(begin["ranks"]), event["bytes"], event["duration"])
         if error is not None:
             event["error"] = f"{type(error).__name__}: {error}"
         else:

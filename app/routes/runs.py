@@ -59,7 +59,9 @@ def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep):
             for err in exc.errors(include_url=False, include_context=False, include_input=False)])
     backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
     try:
-        run = manager.create(lesson.id, body.world_size, params.model_dump(), body.step, backend)
+        values = params.model_dump()
+        hang_timeout = values.get("timeout_s") or body.hang_timeout_s
+        run = manager.create(lesson.id, body.world_size, values, body.step, backend, hang_timeout)
     except QueueFull as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc))
     return run_public(run)

@@ -1,7 +1,8 @@
 """`WS /ws/runs/{id}?since=N`: every recorded event after `seq` N, then live events, each exactly once.
 
-One task sends, one receives control messages (`{"op": "cancel"}`, and for step mode `step`,
-`continue`, `pause`). A client that falls too far behind is resynchronised from the log.
+One task sends, one receives control messages: `{"op": "cancel"}`, and for step mode
+`{"op": "step", "rank": r}` (release one waiting rank; without `rank`, every waiting rank),
+`{"op": "continue"}` (stop pausing) and `{"op": "pause"}` (pause again at each rank's next call). A client that falls too far behind is resynchronised from the log.
 """
 
 from __future__ import annotations
@@ -71,5 +72,7 @@ async def _receive(websocket: WebSocket, manager: RunManager, run: Run):
             continue
         if op == "cancel":
             manager.cancel(run)
-        else:
-            await websocket.send_json({"error": f"unknown control op {op!r}"})
+            continue
+        error = manager.control(run, message)
+        if error:
+            await websocket.send_json({"error": error})

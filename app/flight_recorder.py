@@ -1,0 +1,104 @@
+"""Why a run hangs, in the manner of PyTorch's flight recorder: from the recorded events, each rank's
+last collective begun and last completed per group, the collective the run is stuck in, what kind
+of mismatch it is, and which ranks never arrived."""
+
+from __future__ import annotations
+
+SPANS = ("collective", "p2p")
+
+
+def _call(event: dict) -> dict:
+    return {key: event.get(key) for key in ("cseq", "op", "shape", "site", "peer", "tag") if event.get(key) is not None}
+
+
+def rank_states(events: list[dict], world_size: int) -> dict[int, dict[str, dict]]:
+    """rank → group → {"last_begun", "last_completed", "open"} (open: begun and not completed)."""
+    states: dict[int, dict[str, dict]] = {r: {} for r in range(world_size)}
+    for event in events:
+        if event.get("kind") not in SPANS or event.get("rank") is None:
+            continue
+        group = event.get("group", "world") if event["kind"] == "collective" else "p2p"
+        state = states.setdefault(event["rank"], {}).setdefault(group, {"open": []})
+        if event["phase"] == "begin":
+            state["last_begun"] = _call(event)
+            state["open"].append(event)
+        else:
+            state["last_completed"] = _call(event)
+            for i, begun in enumerate(state["open"]):
+                if begun.get("cseq") == event.get("cseq") and begun.get("op") == event.get("op") \
+                        and begun.get("peer") == event.get("peer"):
+                    del state["open"][i]
+                    break
+    return states
+
+
+def open_calls(events: list[dict], world_size: int) -> list[dict]:
+    return [call for groups in rank_states(events, world_size).values() for state in groups.values()
+            for call in state["open"]]
+
+
+def diagnose(events: list[dict], world_size: int) -> dict:
+    """The hang report: `ranks`, `group`, `cseq`, `mismatch`, `missing` and a sentence."""
+    states = rank_states(events, world_size)
+    report_ranks = {str(r): {g: {k: v for k, v in s.items() if k != "open"} for g, s in groups.items()}
+                    for r, groups in states.items()}
+    stuck = [call for groups in states.values() for state in groups.values() for call in state["open"]]
+    collectives = [c for c in stuck if c["kind"] == "collective"]
+    if collectives:
+        return {"ranks": report_ranks, **_collective_mismatch(collectives, events, states)}
+    if stuck:
+        return {"ranks": report_ranks, **_p2p_mismatch(stuck)}
+    return {"ranks": report_ranks, "group": None, "cseq": None, "mismatch": "none", "missing": [],
+            "message": "no rank is inside a collective or send/recv"}
+
+
+def _collective_mismatch(stuck: list[dict], events: list[dict], states: dict) -> dict:
+    """Compare what every member began as the stuck collective's sequence number."""
+    first = min(stuck, key=lambda c: (c["cseq"], c["group"]))
+    group, cseq, members = first["group"], first["cseq"], first["ranks"]
+    entered = {e["rank"]: e for e in events if e.get("kind") == "collective" and e.get("phase") == "begin"
+               and e.get("group") == group and e.get("cseq") == cseq}
+    missing = [r for r in members if r not in entered]
+    where = f"collective #{cseq} of group {group!r}"
+    base = {"group": group, "cseq": cseq, "missing": missing}
+    ops = {r: e["op"] for r, e in entered.items()}
+    if len(set(ops.values())) > 1:
+        listing = ", ".join(f"rank {r}: {op}" for r, op in sorted(ops.items()))
+        return {**base, "mismatch": "op mismatch",
+                "message": f"the ranks called different collectives as {where}: {listing}"}
+    shapes = {r: e.get("shape") for r, e in entered.items()}
+    if len({str(s) for s in shapes.values()}) > 1:
+        listing = ", ".join(f"rank {r}: {s}" for r, s in sorted(shapes.items()))
+        return {**base, "mismatch": "size mismatch",
+                "message": f"the ranks passed different shapes to {first['op']} ({where}): {listing}"}
+    if missing:
+        waiting = sorted(c["rank"] for c in stuck if c["group"] == group and c["cseq"] == cseq)
+        return {**base, "mismatch": "missing ranks",
+                "message": f"ranks {waiting} wait in {first['op']} ({where}); ranks {missing} never entered it"
+                           + _elsewhere(missing, states, group)}
+    return {**base, "mismatch": "unknown",
+            "message": f"every rank entered {first['op']} ({where}) and none came out"}
+
+
+def _elsewhere(missing: list[int], states: dict, group: str) -> str:
+    notes = []
+    for rank in missing:
+        last = states.get(rank, {}).get(group, {}).get("last_completed")
+        notes.append(f"rank {rank} last completed {'#%d %s' % (last['cseq'], last['op']) if last else 'nothing'}")
+    return " (" + "; ".join(notes) + ")"
+
+
+def _matches(call: dict, other: dict) -> bool:
+    return (other["op"] != call["op"] and other["rank"] == call.get("peer") and other.get("peer") == call["rank"]
+            and other.get("tag", 0) == call.get("tag", 0))
+
+
+def _p2p_mismatch(stuck: list[dict]) -> dict:
+    """Send/recv calls left open with no partner: who waits for whom, with which tag."""
+    unmatched = [c for c in stuck if not any(_matches(c, other) for other in stuck)]
+    described = "; ".join(
+        f"rank {c['rank']} waits in {c['op']} {'to' if c['op'] == 'send' else 'from'} rank {c.get('peer')} "
+        f"(tag {c.get('tag', 0)})" for c in unmatched or stuck)
+    missing = sorted({c.get("peer") for c in unmatched if c.get("peer") is not None})
+    return {"group": "p2p", "cseq": None, "mismatch": "unmatched send/recv", "missing": missing,
+            "message": f"{described}: no send and recv pair up (same ranks, same tag)"}
