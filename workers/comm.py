@@ -51,3 +51,16 @@ def reduce_scatter(tensor: torch.Tensor, group=None, label: str | None = None,
     _label(label)
     dist.reduce_scatter_single(out, tensor.contiguous(), op=op, group=group)
     return out
+
+
+def isend(tensor: torch.Tensor, dst: int, group=None, label: str | None = None, tag: int = 0):
+    """Start sending to rank `dst`; returns the work to `wait()` on."""
+    _label(label)
+    return dist.isend(tensor, dst=dst, group=group, tag=tag)
+
+
+def recv(tensor: torch.Tensor, src: int, group=None, label: str | None = None, tag: int = 0) -> torch.Tensor:
+    """Receive from rank `src` into `tensor` (blocking); returns it."""
+    _label(label)
+    dist.recv(tensor, src=src, group=group, tag=tag)
+    return tensor
