@@ -25,7 +25,7 @@ def clean_env(monkeypatch):
 def test_defaults():
     s = parse_settings([])
     assert (s.HOST, s.PORT, s.DATA_DIR, s.BACKEND, s.MAX_RANKS, s.RUN_TIME_LIMIT_S, s.MAX_CONCURRENT_RUNS) == \
-        ("127.0.0.1", 8000, REPO_ROOT / "data", "auto", 8, 60.0, 2)
+        ("127.0.0.1", 8000, REPO_ROOT / "data", "auto", 16, 60.0, 2)
 
 
 def test_flags():
