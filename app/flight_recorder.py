@@ -24,11 +24,12 @@ def rank_states(events: list[dict], world_size: int) -> dict[int, dict[str, dict
             state["open"].append(event)
         else:
             state["last_completed"] = _call(event)
-            for i, begun in enumerate(state["open"]):
-                if begun.get("cseq") == event.get("cseq") and begun.get("op") == event.get("op") \
-                        and begun.get("peer") == event.get("peer"):
-                    del state["open"][i]
-                    break
+            same = [b for b in state["open"] if b.get("cseq") == event.get("cseq") and b.get("op") == event.get("op")]
+            # a recv from any source begins with peer None and learns its peer on `end`
+            begun = next((b for b in same if b.get("peer") == event.get("peer")), None) \
+                or next((b for b in same if b.get("peer") is None), None)
+            if begun is not None:
+                state["open"].remove(begun)
     return states
 
 
