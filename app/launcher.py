@@ -47,11 +47,10 @@ class Launcher:
             raise LauncherError(f"the launcher exited during start-up (status {await self._proc.wait()})")
         self.info = json.loads(line)
 
-    async def launch(self, request: LaunchRequest) -> int:
-        """Fork the run's supervisor and ranks; returns the supervisor's pid (its process group)."""
+    async def _ask(self, message: dict) -> dict:
         async with self._lock:
             await self.start()
-            self._proc.stdin.write((json.dumps({"launch": request.to_json()}) + "\n").encode())
+            self._proc.stdin.write((json.dumps(message) + "\n").encode())
             await self._proc.stdin.drain()
             line = await self._proc.stdout.readline()
         if not line:
@@ -59,7 +58,16 @@ class Launcher:
         reply = json.loads(line)
         if "error" in reply:
             raise LauncherError(reply["error"])
-        return reply["pid"]
+        return reply
+
+    async def launch(self, request: LaunchRequest) -> int:
+        """Fork the run's supervisor and ranks; returns the supervisor's pid (its process group)."""
+        return (await self._ask({"launch": request.to_json()}))["pid"]
+
+    async def check(self, lesson: str, world_size: int, params: dict) -> list[tuple[str, str]]:
+        """A lesson's rules that need torch, checked in the launcher: [(field, message)]."""
+        reply = await self._ask({"check": {"lesson": lesson, "world_size": world_size, "params": params}})
+        return [tuple(problem) for problem in reply["problems"]]
 
     async def stop(self) -> None:
         if self._starting is not None and not self._starting.done():

@@ -86,6 +86,10 @@ class Lab:
         self._tracer.emit(event)
         return passed
 
+    def emit_event(self, kind: str, **fields) -> None:
+        """Any other event (e.g. a pipeline's ideal `schedule`)."""
+        self._tracer.emit({"kind": kind, "rank": self.rank, "t": self._tracer.clock(), **fields})
+
     def metric(self, name: str, value: float, unit: str = "", formula: str | None = None, **fields) -> None:
         """A number for the page (`formula` says how it is predicted, in the lesson's symbols;
         `fields` adds related numbers, e.g. the size a timing was taken at)."""

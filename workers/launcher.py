@@ -5,7 +5,8 @@ slot of spawned standby ranks warm instead (workers/slot.py).
 
 Protocol on stdin/stdout, one JSON object per line:
     → {"launch": <LaunchRequest>}        ← {"run_id": …, "pid": <supervisor pid = process group>}
-    ← {"ready": true, "torch": …, "devices": n}  once, at start
+    → {"check": {"lesson", "world_size", "params"}}   ← {"problems": [[field, message], …]}
+    ← {"ready": true, "torch": …, "devices": n, "choices": {lesson: {field: [values]}}}  once, at start
 
 The server starts it as `python -m workers.launcher` and stops it by closing stdin.
 """
@@ -19,6 +20,7 @@ import sys
 
 from workers import supervisor, warm
 from workers.launch_request import LaunchRequest
+from workers.lessons import LESSONS
 from workers.slot import SlotPool
 
 
@@ -36,15 +38,27 @@ def main() -> None:
         start = supervisor.start
     else:
         start = SlotPool(int(os.environ.get("PARALAB_STANDBY_RANKS", "4"))).launch
-    _reply({"ready": True, "torch": warm.torch.__version__, "devices": warm.device_count(), "start_method": method})
+    choices = {lesson.id: lesson.runtime_choices() for lesson in LESSONS.values() if lesson.runtime_rules}
+    _reply({"ready": True, "torch": warm.torch.__version__, "devices": warm.device_count(),
+            "start_method": method, "choices": choices})
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            request = LaunchRequest.from_json(json.loads(line)["launch"])
+            message = json.loads(line)
+            if "check" in message:
+                _reply({"problems": _check(**message["check"])})
+                continue
+            request = LaunchRequest.from_json(message["launch"])
             _reply({"run_id": request.run_id, "pid": start(request)})
         except Exception as exc:  # a bad request must not take the launcher down
             _reply({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def _check(lesson: str, world_size: int, params: dict) -> list[tuple[str, str]]:
+    """A lesson's torch-side rules, for the server's validation (it does not import torch)."""
+    entry = LESSONS[lesson]
+    return entry.runtime_problems(entry.validate(params, world_size), world_size)
 
 
 if __name__ == "__main__":

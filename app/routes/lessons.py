@@ -4,28 +4,33 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
 
+from app.deps import RunManagerDep
 from app.schemas import LessonDetail, LessonPublic
 from workers.lessons import LESSONS, Lesson
 
 router = APIRouter(prefix="/api/lessons", tags=["lessons"])
 
 
-def lesson_public(lesson: Lesson) -> dict:
+def lesson_public(lesson: Lesson, choices: dict | None = None) -> dict:
+    """`choices`: values only the launcher knows (it has torch), added to the schema as enums."""
+    schema = lesson.params.model_json_schema()
+    for field, values in (choices or {}).get(lesson.id, {}).items():
+        schema["properties"][field]["enum"] = values
     return {"id": lesson.id, "title": lesson.title, "summary": lesson.summary,
-            "params": lesson.params.model_json_schema(), "world_sizes": list(lesson.world_sizes)}
+            "params": schema, "world_sizes": list(lesson.world_sizes)}
 
 
 @router.get("", response_model=list[LessonPublic])
-def read_lessons():
+def read_lessons(manager: RunManagerDep):
     """Every lesson, with its parameters' JSON schema and allowed world sizes."""
-    return [lesson_public(lesson) for lesson in LESSONS.values()]
+    return [lesson_public(lesson, manager.launcher.info.get("choices")) for lesson in LESSONS.values()]
 
 
 @router.get("/{lesson_id}", response_model=LessonDetail)
-def read_lesson(lesson_id: str, lang: str = "en"):
+def read_lesson(lesson_id: str, manager: RunManagerDep, lang: str = "en"):
     """One lesson, with the source files the page shows and its explanation."""
     lesson = LESSONS.get(lesson_id)
     if lesson is None:
         raise HTTPException(404, detail=f"no lesson {lesson_id!r}; known: {', '.join(LESSONS)}")
     sources = [{"path": path, "text": text} for path, text in lesson.source_files()]
-    return {**lesson_public(lesson), "sources": sources, "explanation": lesson.explanation(lang)}
+    return {**lesson_public(lesson, manager.launcher.info.get("choices")), "sources": sources, "explanation": lesson.explanation(lang)}

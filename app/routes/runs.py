@@ -42,7 +42,7 @@ def _backend(settings, devices: int, world_size: int) -> str:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunPublic)
-def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep):
+async def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep):
     """Start a lesson on fresh ranks; invalid input gets a 422 naming the field and starts nothing."""
     lesson = LESSONS.get(body.lesson)
     if lesson is None:
@@ -57,6 +57,12 @@ def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=[
             {"loc": ["body", "params", *err["loc"]], "msg": err["msg"], "type": err["type"]}
             for err in exc.errors(include_url=False, include_context=False, include_input=False)])
+    if lesson.runtime_rules:
+        problems = await manager.launcher.check(lesson.id, body.world_size, params.model_dump())
+        if problems:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=[
+                {"loc": ["body", "params", field], "msg": message, "type": "value_error"}
+                for field, message in problems])
     backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
     try:
         values = params.model_dump()
@@ -103,6 +109,16 @@ def read_tensor(run: RunDep, tensor_id: str, manager: RunManagerDep):
 def read_trace(run: RunDep):
     """The run in Chrome trace format: open it in Perfetto (ui.perfetto.dev) or chrome://tracing."""
     return chrome_trace(run.id, run.events)
+
+
+@router.get("/{run_id}/schedule")
+def read_schedule(run: RunDep):
+    """A pipeline run's ideal grid: one list per rank of torch's action strings ("2F0", "1B3"),
+    None where the rank is idle, with the schedule's notes and ideal bubble fraction."""
+    for event in run.events:
+        if event.get("kind") == "schedule":
+            return {key: event[key] for key in ("schedule", "grid", "notes", "placement", "bubble_fraction")}
+    raise HTTPException(404, detail=f"run {run.id} is not a pipeline run, or has not started")
 
 
 @router.delete("/{run_id}", response_model=RunPublic)

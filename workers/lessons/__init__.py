@@ -29,6 +29,8 @@ class Lesson:
     params: type[BaseModel]
     world_sizes: tuple[int, ...]
     sources: tuple[str, ...] = ("program.py",)   # files shown in the page, relative to the lesson
+    runtime_rules: str | None = None   # a module with `check(params, world_size)` and `choices()`
+                                       # for rules that need torch; the warm launcher runs them
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -42,6 +44,18 @@ class Lesson:
     @property
     def dir(self) -> Path:
         return Path(importlib.import_module(f"{__name__}.{self.id}").__file__).resolve().parent
+
+    def runtime_problems(self, params: BaseModel, world_size: int) -> list[tuple[str, str]]:
+        """(field, message) for each torch-side rule broken (call where torch is imported)."""
+        if self.runtime_rules is None:
+            return []
+        return importlib.import_module(self.runtime_rules).check(params, world_size)
+
+    def runtime_choices(self) -> dict[str, list]:
+        """Allowed values only torch knows (e.g. the schedules this torch ships), by field."""
+        if self.runtime_rules is None:
+            return {}
+        return importlib.import_module(self.runtime_rules).choices()
 
     def source_files(self) -> list[tuple[str, str]]:
         """(path as the tracer's `site` names it, text) for each file the page shows."""
