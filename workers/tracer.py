@@ -267,6 +267,8 @@ class Tracer:
             "bytes": _nbytes(sized) if spec.op != "all_to_all" else _nbytes(inputs),
             "site": self._site(caller),
         }
+        if spec.op in ("scatter", "gather"):   # nccl-tests' size: every rank's chunk together, on every rank
+            event["bytes"] = _nbytes(_tensors(call.get("tensor"))) * len(event["ranks"])
         if spec.kind == "collective":
             self._cseq[group_name] += 1
             event["cseq"] = self._cseq[group_name]
