@@ -34,6 +34,12 @@ def all_reduce(tensor: torch.Tensor, group=None, label: str | None = None,
     return tensor
 
 
+def all_reduce_start(tensor: torch.Tensor, group=None, label: str | None = None, op=dist.ReduceOp.SUM):
+    """Launch an all-reduce in the background (in place); returns the work to `wait()` on."""
+    _label(label)
+    return dist.all_reduce(tensor, op=op, group=group, async_op=True)
+
+
 def all_gather(tensor: torch.Tensor, group=None, label: str | None = None) -> torch.Tensor:
     """Concatenate every rank's tensor along dim 0, in rank order: [n*k, ...] from [k, ...]."""
     world = dist.get_world_size(group)

@@ -54,16 +54,20 @@ class Lab:
     @contextmanager
     def compute(self, name: str, stage: int | None = None, microbatch: int | None = None):
         """Time a local computation as a `compute` span (`F`, `B`, `GELU`, …)."""
-        base = {"kind": "compute", "rank": self.rank, "name": name}
-        if stage is not None:
-            base["stage"] = stage
-        if microbatch is not None:
-            base["microbatch"] = microbatch
-        self._tracer.emit({**base, "phase": "begin", "t": self._tracer.clock()})
+        self.compute_edge("begin", name, stage, microbatch)
         try:
             yield
         finally:
-            self._tracer.emit({**base, "phase": "end", "t": self._tracer.clock()})
+            self.compute_edge("end", name, stage, microbatch)
+
+    def compute_edge(self, phase: str, name: str, stage: int | None = None, microbatch: int | None = None) -> None:
+        """One end of a `compute` span, for spans that open and close in different hooks."""
+        event = {"kind": "compute", "rank": self.rank, "name": name, "phase": phase, "t": self._tracer.clock()}
+        if stage is not None:
+            event["stage"] = stage
+        if microbatch is not None:
+            event["microbatch"] = microbatch
+        self._tracer.emit(event)
 
     def check(self, name: str, actual: torch.Tensor, expected: torch.Tensor, detail: str,
               atol: float = 1e-5, rtol: float = 1e-4) -> bool:
