@@ -14,7 +14,7 @@ export function parseSite(site) {
 }
 
 function rankState(rank) {
-  return { rank, open: [], spans: [], last: null, site: null, error: null, events: 0 };
+  return { rank, open: [], spans: [], last: null, site: null, error: null, events: 0, gate: null, gates: 0 };
 }
 
 /**
@@ -32,9 +32,13 @@ export function stateAt(log, cursor, worldSize = 0) {
     current: null,            // the collective touched last
     sent: [],                 // rank 0's begin events: what the block communicates
     placed: new Map(),        // full tensor name → {fullShape, shards: Map rank → {offset, tensor, seq}}
-    loose: new Map(),         // tensor name → Map rank → {tensor, seq}
+    loose: new Map(),         // tensor name → Map rank → {tensor, seq, origin}
+    snapshots: new Map(),     // rank → its tensor events in order
     checks: new Map(),        // check name → {detail, atol, rows: Map rank → event}
     metrics: new Map(),       // metric name → event
+    series: new Map(),        // metric name → [event, …] (rank 0's, in order): e.g. the cost sweep
+    p2p: [],                  // every send/recv span: {rank, op, peer, tag, label, begin, end}
+    gated: false,             // some rank has stopped at a step-mode gate
     site: null,               // {path, line, rank, seq}: where the code is at the cursor
     tNow: 0,
   };
@@ -73,6 +77,17 @@ export function stateAt(log, cursor, worldSize = 0) {
       }
       case "metric":
         if (!state.metrics.has(e.name) || e.rank === 0) state.metrics.set(e.name, e);
+        if (e.rank === 0) {
+          if (!state.series.has(e.name)) state.series.set(e.name, []);
+          state.series.get(e.name).push(e);
+        }
+        break;
+      case "gate":
+        state.gated = true;
+        if (e.phase === "waiting") {
+          rs.gate = e;
+          rs.gates += 1;
+        } else rs.gate = null;
         break;
       case "log":
         if (e.level === "error") rs.error = e;
@@ -81,7 +96,9 @@ export function stateAt(log, cursor, worldSize = 0) {
   }
 
   const event = state.event;
-  if (event && event.kind === "run" && event.error?.site) {
+  const stuck = event && event.kind === "run" && event.error?.kind === "hang" ? hangSite(event.error) : null;
+  if (stuck) state.site = { ...stuck, seq: event.seq };
+  else if (event && event.kind === "run" && event.error?.site) {
     state.site = { ...parseSite(event.error.site), rank: event.error.rank ?? null, seq: event.seq };
   } else if (event && event.site) state.site = { ...parseSite(event.site), rank: event.rank, seq: event.seq };
   else if (event && event.rank !== null && event.rank !== undefined) state.site = state.ranks[event.rank]?.site || null;
@@ -89,21 +106,40 @@ export function stateAt(log, cursor, worldSize = 0) {
   return state;
 }
 
+/** The line a hung run is stuck at: the stuck call of the first rank that waits in it. */
+function hangSite(error) {
+  for (const [rank, groups] of Object.entries(error.ranks || {}).sort((a, b) => Number(a[0]) - Number(b[0]))) {
+    const g = groups[error.group] || groups.p2p;
+    const begun = g?.last_begun;
+    if (!begun || (g.last_completed && begun.cseq !== undefined && begun.cseq === g.last_completed.cseq)) continue;
+    const site = parseSite(begun.site);
+    if (site) return { ...site, rank: Number(rank) };
+  }
+  return null;
+}
+
 function span(state, rs, e) {
   if (e.phase === "begin") {
     const open = { kind: e.kind, name: e.name, op: e.op, label: e.label, group: e.group, cseq: e.cseq,
-                   peer: e.peer, t0: e.t, t1: null, seq: e.seq };
+                   peer: e.peer, tag: e.tag, rank: e.rank, t0: e.t, t1: null, seq: e.seq, begin: e, end: null };
     rs.open.push(open);
     rs.spans.push(open);
+    if (e.kind === "p2p") state.p2p.push(open);
   } else {
-    for (let k = rs.open.length - 1; k >= 0; k--) {
+    // The oldest open span this end closes (isend/irecv may have several open at once).
+    // Compute spans nest: the innermost of that name. Calls: the oldest that matches (several sends
+    // through isend may be open at once).
+    const matches = (o) => o.kind === e.kind && (e.kind === "compute" ? o.name === e.name
+      : e.kind === "p2p" ? o.op === e.op && (o.peer === e.peer || o.peer === null || o.peer === undefined) && o.tag === e.tag
+        : o.op === e.op && o.cseq === e.cseq);
+    const k = e.kind === "compute" ? rs.open.findLastIndex(matches) : rs.open.findIndex(matches);
+    if (k >= 0) {
       const o = rs.open[k];
-      if (o.kind === e.kind && (e.kind === "compute" ? o.name === e.name : o.op === e.op && o.cseq === e.cseq)) {
-        o.t1 = e.t;
-        o.error = e.error || null;
-        rs.open.splice(k, 1);
-        break;
-      }
+      o.t1 = e.t;
+      o.error = e.error || null;
+      o.end = e;
+      if (e.kind === "p2p" && (o.peer === null || o.peer === undefined)) o.peer = e.peer;
+      rs.open.splice(k, 1);
     }
   }
   if (e.kind !== "collective") return;
@@ -126,7 +162,9 @@ function span(state, rs, e) {
 }
 
 function tensor(state, e) {
-  const entry = { tensor: e.tensor, seq: e.seq, rank: e.rank, name: e.name };
+  const entry = { tensor: e.tensor, seq: e.seq, rank: e.rank, name: e.name, origin: e.origin || null };
+  if (!state.snapshots.has(e.rank)) state.snapshots.set(e.rank, []);
+  state.snapshots.get(e.rank).push(entry);
   if (e.place) {
     const name = e.place.inside;
     if (!state.placed.has(name)) state.placed.set(name, { name, fullShape: e.place.full_shape, shards: new Map() });
@@ -142,6 +180,7 @@ function tensor(state, e) {
 /** What a rank is doing at the cursor, in words. */
 export function activity(rs, state) {
   if (rs.error) return { kind: "error", text: `raised ${rs.error.message}` };
+  if (rs.gate && !state.final) return { kind: "gate", text: `waits at the gate before ${callName(rs.gate)}`, label: rs.gate.label };
   const open = rs.open[rs.open.length - 1];
   const outer = rs.open.length > 1 ? `${rs.open[0].name || rs.open[0].op} › ` : "";
   if (open && open.kind === "compute") return { kind: "compute", text: `${outer}computing ${open.name}` };
@@ -152,7 +191,9 @@ export function activity(rs, state) {
     return { kind: "collective", text: `${outer}${open.op} (${open.group} #${open.cseq})${waiting}`,
              waiting: missing.length > 0, label: open.label };
   }
-  if (open && open.kind === "p2p") return { kind: "p2p", text: `${outer}${open.op} ${open.op === "send" ? "to" : "from"} rank ${open.peer}` };
+  if (open && open.kind === "p2p") {
+    return { kind: "p2p", text: `${outer}${open.op} ${open.op === "send" ? "to" : "from"} rank ${open.peer ?? "any"}`, label: open.label };
+  }
   const last = rs.last;
   if (!last) return { kind: "idle", text: state.run.status === "queued" ? "queued" : "not started" };
   if (state.final) return { kind: "finished", text: state.run.status === "done" ? "finished" : `stopped (${state.run.status})` };
@@ -161,6 +202,15 @@ export function activity(rs, state) {
   if (last.kind === "metric") return { kind: "metric", text: `reported ${last.name}` };
   if (last.phase === "end") return { kind: "idle", text: `finished ${last.name || last.op}` };
   return { kind: "idle", text: "working" };
+}
+
+/** "reduce_scatter (world #1)" or "send to rank 1 (tag 0)": a call as a gate or span names it. */
+export function callName(e) {
+  if (e.call === "p2p" || e.kind === "p2p") {
+    const peer = e.peer === null || e.peer === undefined ? "any rank" : `rank ${e.peer}`;
+    return `${e.op} ${e.op === "send" ? "to" : "from"} ${peer}${e.tag ? ` (tag ${e.tag})` : ""}`;
+  }
+  return `${e.op} (${e.group} #${e.cseq})`;
 }
 
 /** One line about an event, for the caption under the scrubber. */
@@ -175,7 +225,11 @@ export function describe(e) {
     case "collective":
       return `${who}: ${e.op} ${e.phase === "begin" ? "begins" : "ends"} (${e.group} #${e.cseq})${e.label ? ` — ${e.label}` : ""}`;
     case "p2p":
-      return `${who}: ${e.op} ${e.phase} with rank ${e.peer}`;
+      return `${who}: ${callName(e)} ${e.phase === "begin" ? "begins" : "ends"}${e.label ? ` — ${e.label}` : ""}`;
+    case "gate":
+      return e.phase === "waiting"
+        ? `${who}: stops at the gate before ${callName(e)}${e.label ? ` — ${e.label}` : ""}`
+        : `${who}: released into ${callName(e)}`;
     case "tensor":
       return `${who}: shows ${e.name} [${(e.tensor?.shape || []).join("×")}]`;
     case "check":

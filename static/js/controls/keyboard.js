@@ -3,7 +3,8 @@
  * field (text, number, select) are left alone.
  */
 
-function typing(target) {
+/** Whether a key pressed on `target` is typing into a form field (and so not a command). */
+export function typing(target) {
   if (!(target instanceof Element)) return false;
   if (target.isContentEditable) return true;
   if (target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement) return true;
