@@ -10,6 +10,7 @@ import { bindHover } from "paralab/controls/hover.js";
 import { bindKeyboard } from "paralab/controls/keyboard.js";
 import { bindPlayer } from "paralab/controls/player.js";
 import { bindScrubber } from "paralab/controls/scrubber.js";
+import { createStepper } from "paralab/controls/stepper.js";
 import { bindTextSize } from "paralab/controls/text-size.js";
 import { readLocation, urlWriter } from "paralab/controls/permalink.js";
 import {
@@ -18,12 +19,16 @@ import {
 import { renderChecks } from "paralab/views/checks.js";
 import { renderCollective } from "paralab/views/collective.js";
 import { renderComm } from "paralab/views/comm.js";
+import { renderCost } from "paralab/views/cost.js";
 import { renderExplanation } from "paralab/views/explanation.js";
 import { renderLanes } from "paralab/views/lanes.js";
 import { renderNow } from "paralab/views/now.js";
+import { originNames, renderOrigins } from "paralab/views/origins.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
+import { renderRing, ringNames } from "paralab/views/ring.js";
 import { renderSource } from "paralab/views/source.js";
 import { renderFailure, renderRunPill } from "paralab/views/status.js";
+import { renderStepper } from "paralab/views/stepper.js";
 import { renderTensors } from "paralab/views/tensors.js";
 
 const page = document.querySelector("[data-lesson]");
@@ -33,12 +38,21 @@ const $ = (selector) => document.querySelector(selector);
 const form = $("#run-form");
 const runButton = form.querySelector('button[type="submit"]');
 const cancelButton = $("#cancel-run");
+const stepToggle = $("#step-mode");
 
 const store = createStore();
 const writeUrl = urlWriter(250);
 let lesson = null;
 let connection = null;
 let connectionState = "idle";
+
+/** The state at the end of the log: what the ranks are doing now (what the stepper's buttons act on). */
+function liveState() {
+  const { run, log } = store.state;
+  return stateAt(log, log.length - 1, run?.world_size || 0);
+}
+
+const stepper = createStepper({ store, connection: () => connection, live: liveState, onChange: () => scheduleRender() });
 
 // ---- drawing: at most once per frame, everything from the state at the cursor -------------------
 let frame = 0;
@@ -54,18 +68,39 @@ function render() {
   renderRunPill($("#run-status"), { run, log, connection: connectionState });
   renderNow($("#now"), state);
   renderLanes($("#lanes"), state);
+  renderStepperPanel(state);
   renderCollective($("#collective"), state);
-  renderTensors($("#tensors"), state, ctx);
+  const ring = renderRing($("#ring"), state, ctx);
+  $("#ring-panel").hidden = !ring;
+  const origins = renderOrigins($("#origins"), state, ctx);
+  $("#origins-panel").hidden = !origins;
+  renderTensors($("#tensors"), state, { ...ctx, skip: new Set([...originNames(state), ...ringNames(state)]) });
   renderChecks($("#checks"), state, ctx);
   renderComm($("#comm"), state);
+  $("#cost-panel").hidden = !renderCost($("#cost"), state, ctx);
   renderFailure($("#failure"), state);
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
   document.body.classList.toggle("has-run", Boolean(run));
+  document.body.classList.toggle("step-run", Boolean(run?.step));
   if (run) $("#recent-runs").hidden = true;
   const shown = run ? { worldSize: run.world_size, params: run.params } : readParamsForm(form);
   writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
              seq: cursor >= 0 ? log[cursor].seq : null });
+}
+
+function renderStepperPanel(state) {
+  const { run, log, cursor, final } = store.state;
+  const panel = $("#stepper");
+  panel.hidden = !run?.step;
+  if (!run?.step) return;
+  const live = !final;
+  const atEnd = cursor === log.length - 1;
+  renderStepper(panel, live && !atEnd ? liveState() : state, {
+    live, stepping: stepper.stepping, notice: stepper.notice, canSend: Boolean(connection?.open),
+    behind: live && !atEnd && cursor >= 0 ? { seq: log[cursor].seq, total: log.length } : null,
+    actions: stepper.actions,
+  });
 }
 
 for (const name of ["run", "log", "cursor"]) store.on(name, scheduleRender);
@@ -75,10 +110,12 @@ window.addEventListener("resize", () => scheduleRender());
 function openRun(run, { seq = null } = {}) {
   connection?.close();
   setExpanded(form, false);
+  stepper.reset();
   store.load(run, { seq });
   connection = connectRun(run.id, {
     since: 0,
     onEvent: (event) => store.append([event]),
+    onNotice: (text) => stepper.say(text),
     onState: (state, detail) => {
       connectionState = state;
       if (state === "error") showErrors(form, detail);
@@ -95,7 +132,7 @@ async function startRun(event) {
   try {
     const response = await fetch("/api/runs", {
       method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify({ lesson: lessonId, world_size, params }),
+      body: JSON.stringify({ lesson: lessonId, world_size, params, step: stepToggle.checked }),
     });
     const body = await response.json().catch(() => ({ detail: response.statusText }));
     if (!response.ok) {
@@ -122,6 +159,7 @@ async function openRecordedRun(runId, seq) {
     return;
   }
   writeParamsForm(form, run);
+  stepToggle.checked = Boolean(run.step);
   openRun(run, { seq });
 }
 

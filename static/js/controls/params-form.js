@@ -82,7 +82,8 @@ export function writeParamsForm(form, { world_size, params = {} }) {
 /** "4 ranks · seq_len 8 · ffn 64 · …": the parameters in one line, for the folded form. */
 export function summarizeParams(form) {
   const { world_size, params } = readParamsForm(form);
-  return [`${world_size} rank${world_size === 1 ? "" : "s"}`, ...Object.entries(params).map(([k, v]) => `${k} ${v}`)].join(" · ");
+  return [`${world_size} rank${world_size === 1 ? "" : "s"}`,
+    ...Object.entries(params).map(([k, v]) => `${k} ${v === null ? "default" : v}`)].join(" · ");
 }
 
 /** Fold the fields away (a run is on screen) or show them (choosing, or fixing an error). */

@@ -1,44 +1,77 @@
 /**
- * Communication volume: what rank 0 sent in each collective so far (bytes of its begin events), their
- * total, and the lesson's own prediction (rank 0's `block_comm_bytes_expected` metric and formula).
+ * Communication: what rank 0 put into each collective (and each send) so far — bytes of its begin
+ * events — with the call's measured time, algorithm bandwidth and bus bandwidth (nccl-tests'
+ * factors), their total, and the lesson's own prediction (rank 0's `block_comm_bytes_expected`).
+ *
+ * The time of a collective is the shortest among its members: the last rank to arrive waits for no
+ * one, so its time is the call itself; the others' times include waiting for it (in step mode,
+ * for the person releasing them).
  */
 
 import { fill, h } from "paralab/dom.js";
+import { busFactor, formatRate, formatSeconds } from "paralab/cost-model.js";
 import { formatBytes } from "paralab/replay.js";
 
 export const EXPECTED_METRIC = "block_comm_bytes_expected";
 
+/** The end event that times a call: the member that waited least. */
+function timing(row, state) {
+  if (row.kind === "p2p") return row.span?.end || null;
+  const c = state.collectives.get(`${row.begin.group}#${row.begin.cseq}`);
+  const ends = c ? [...c.ends.values()].filter((e) => typeof e.duration === "number") : [];
+  if (!ends.length) return null;
+  return ends.reduce((best, e) => (e.duration < best.duration ? e : best));
+}
+
 export function renderComm(container, state) {
-  const sent = state.sent;
+  const rows = [
+    ...state.sent.map((e) => ({ kind: "collective", begin: e, seq: e.seq })),
+    ...state.p2p.filter((sp) => sp.rank === 0 && sp.op === "send").map((sp) => ({ kind: "p2p", begin: sp.begin, span: sp, seq: sp.seq })),
+  ].sort((a, b) => a.seq - b.seq);
   const expected = state.metrics.get(EXPECTED_METRIC);
-  if (!sent.length && !expected) {
+  if (!rows.length && !expected) {
     fill(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
     return;
   }
-  const total = sent.reduce((sum, e) => sum + (e.bytes || 0), 0);
-  const largest = Math.max(1, ...sent.map((e) => e.bytes || 0), expected?.value || 0);
+  const n = state.ranks.length;
+  const total = rows.reduce((sum, r) => sum + (r.begin.bytes || 0), 0);
+  const largest = Math.max(1, ...rows.map((r) => r.begin.bytes || 0), expected?.value || 0);
   const verdict = !expected ? null
     : total === expected.value ? { cls: "pass", text: "✓ measured = expected" }
       : total < expected.value && !state.final ? { cls: "pending", text: `${formatBytes(expected.value - total)} still to come` }
         : { cls: "fail", text: `✗ differs by ${formatBytes(Math.abs(total - expected.value))}` };
+  const th = (text, cls, title) => h("th", { scope: "col", class: cls, title }, text);
   fill(container,
-    h("table", { class: "comm-table" },
-      h("caption", {}, "Bytes rank 0 put into each collective (nccl-tests' size convention)"),
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "#"), h("th", { scope: "col" }, "collective"),
-        h("th", { scope: "col" }, "what for"), h("th", { scope: "col", class: "num" }, "bytes"))),
-      h("tbody", {}, sent.map((e) => h("tr", { class: state.event?.seq === e.seq ? "current" : null },
-        h("td", {}, `${e.group} #${e.cseq}`),
-        h("td", {}, h("span", { class: `op-badge op-${e.op}` }, e.op.replace(/_/g, "-"))),
-        h("td", {}, e.label || ""),
-        h("td", { class: "num" }, formatBytes(e.bytes || 0),
-          h("span", { class: "bar", style: { width: `${(100 * (e.bytes || 0)) / largest}%` }, "aria-hidden": "true" }))))),
-      h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: 3 }, "measured total"),
-        h("td", { class: "num comm-total" }, formatBytes(total))))),
+    h("div", { class: "comm-scroll" },
+      h("table", { class: "comm-table" },
+        h("caption", {}, "What rank 0 put into each call (nccl-tests' size convention), how long the call took, and its bandwidths"),
+        h("thead", {}, h("tr", {}, th("#"), th("call"), th("what for"), th("bytes", "num"),
+          th("time", "num", "the shortest time among the members: the last to arrive waits for no one"),
+          th("algbw", "num", "algorithm bandwidth = bytes / time"),
+          th("busbw", "num", "bus bandwidth = algbw × factor (nccl-tests), comparable with the link's speed"),
+          th("factor", "num", "busbw / algbw"))),
+        h("tbody", {}, rows.map((row) => {
+          const e = row.begin;
+          const end = timing(row, state);
+          const factor = busFactor(row.kind === "p2p" ? "send" : e.op, e.ranks?.length || n);
+          return h("tr", { class: state.event?.seq === e.seq || (end && state.event?.seq === end.seq) ? "current" : null },
+            h("td", {}, row.kind === "p2p" ? `→ rank ${e.peer}` : `${e.group} #${e.cseq}`),
+            h("td", {}, h("span", { class: `op-badge op-${e.op}` }, e.op.replace(/_/g, "-"))),
+            h("td", { class: "comm-label" }, e.label || ""),
+            h("td", { class: "num" }, formatBytes(e.bytes || 0),
+              h("span", { class: "bar", style: { width: `${(100 * (e.bytes || 0)) / largest}%` }, "aria-hidden": "true" })),
+            h("td", { class: "num time" }, end ? formatSeconds(end.duration) : h("span", { class: "pending" }, "…")),
+            h("td", { class: "num" }, end ? formatRate(end.algbw) : ""),
+            h("td", { class: "num" }, end ? formatRate(end.busbw) : ""),
+            h("td", { class: "num factor" }, factor.text === "1" ? "1" : `${factor.text} = ${Number(factor.value.toFixed(3))}`));
+        })),
+        h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: 3 }, "measured total"),
+          h("td", { class: "num comm-total" }, formatBytes(total)), h("td", { colspan: 4 }))))),
     expected
       ? h("div", { class: ["comm-expected", verdict.cls] },
           h("p", {}, h("span", { class: "label" }, "expected by the lesson: "),
             h("strong", { class: "comm-expected-value" }, formatBytes(expected.value)), " — ",
             h("span", { class: "verdict" }, verdict.text)),
           h("p", { class: "formula" }, h("span", { class: "label" }, "formula: "), h("code", {}, expected.formula || "")))
-      : h("p", { class: "empty" }, "The lesson's expected volume arrives with rank 0's metric, near the end."));
+      : null);
 }

@@ -4,7 +4,7 @@ import { fill, h, s } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { activity } from "paralab/replay.js";
 
-const ICON = { compute: "⚙", collective: "⇄", p2p: "→", check: "✓", tensor: "▦", error: "✗", finished: "■", idle: "·", metric: "Σ" };
+const ICON = { gate: "❚❚", compute: "⚙", collective: "⇄", p2p: "→", check: "✓", tensor: "▦", error: "✗", finished: "■", idle: "·", metric: "Σ" };
 
 function timeline(rs, state, t0, t1) {
   const scale = (t) => ((t - t0) / Math.max(t1 - t0, 1e-6)) * 1000;

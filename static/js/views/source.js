@@ -1,6 +1,7 @@
 /**
  * The lesson's source with line numbers. The line of the current event's `site` is highlighted and
- * scrolled into view; a dot per rank in the gutter marks where each rank last called into torch.distributed.
+ * scrolled into view; a dot per rank in the gutter marks where each rank last called into torch.distributed
+ * (ringed: it waits at a step-mode gate before that call; pulsing: it is inside the call).
  */
 
 import { changed, fill, h } from "paralab/dom.js";
@@ -59,7 +60,14 @@ export function renderSource(container, state, { sources, onPick }) {
     const line = code.querySelector(`.line[data-line="${rs.site.line}"]`);
     if (!line) continue;
     line.classList.add("ranked");
-    line.querySelector(".gutter").append(h("span", { class: "rank-dot", style: { background: rankColour(rs.rank) }, title: `rank ${rs.rank} was last here` }));
+    const atGate = Boolean(rs.gate) && !state.final;
+    const inside = !state.final && rs.open.some((o) => o.kind !== "compute");
+    line.querySelector(".gutter").append(h("span", {
+      class: ["rank-dot", atGate && "at-gate", inside && "blocked"],
+      style: { background: rankColour(rs.rank), color: rankColour(rs.rank) },
+      title: atGate ? `rank ${rs.rank} waits at the gate before this line's call`
+        : inside ? `rank ${rs.rank} is inside this line's call` : `rank ${rs.rank} was last here`,
+    }));
   }
   if (site) {
     const line = code.querySelector(`.line[data-line="${site.line}"]`);

@@ -6,6 +6,7 @@
 
 import { fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
+import { hangReport } from "paralab/views/hang.js";
 
 const WORDS = { none: "no run yet", queued: "queued", running: "running", paused: "paused", done: "done", failed: "failed", cancelled: "cancelled" };
 
@@ -39,6 +40,11 @@ export function renderFailure(container, state) {
   }
   container.hidden = false;
   const e = error || {};
+  container.classList.toggle("hang", e.kind === "hang");
+  if (e.kind === "hang") {
+    fill(container, hangReport(e));
+    return;
+  }
   const rankErrors = state.ranks.filter((rs) => rs.error);
   fill(container,
     h("h2", {}, status === "failed" ? "The run failed" : "The run was cancelled"),

@@ -63,21 +63,23 @@ function shapeOf(tensor) {
   return { rows, cols };
 }
 
-export function renderTensors(container, state, { runId, worldSize }) {
+export function renderTensors(container, state, { runId, worldSize, skip = new Set() }) {
   const event = state.event;
+  const loose = [...state.loose.entries()].filter(([name]) => !skip.has(name));
   const freshName = event && event.kind === "tensor" ? (event.place ? event.place.inside : event.name) : null;
   const key = [runId, remPx(), freshName, event?.rank,
     ...[...state.placed.values()].flatMap((p) => [...p.shards.values()].map((s) => s.seq)),
-    ...[...state.loose.values()].flatMap((m) => [...m.values()].map((e) => e.seq))].join(",");
+    ...loose.flatMap(([, m]) => [...m.values()].map((e) => e.seq)), skip.size].join(",");
   if (!changed(container, key)) return;
   const rem = remPx();
   const ctx = { runId, worldSize, box: { maxW: 22 * rem, maxH: 16 * rem, maxCell: 1.5 * rem } };
-  if (!state.placed.size && !state.loose.size) {
-    fill(container, h("p", { class: "empty" }, "No tensors shown yet at this step."));
+  if (!state.placed.size && !loose.length) {
+    fill(container, h("p", { class: "empty" }, skip.size
+      ? "Every tensor shown so far is drawn in the panels above." : "No tensors shown yet at this step."));
     return;
   }
   fill(container,
     h("div", { class: "tensor-grid" },
       [...state.placed.values()].map((p) => placedCard(p, ctx, p.name === freshName)),
-      [...state.loose.entries()].map(([name, byRank]) => looseRow(name, byRank, ctx, name === freshName ? event.rank : null))));
+      loose.map(([name, byRank]) => looseRow(name, byRank, ctx, name === freshName ? event.rank : null))));
 }

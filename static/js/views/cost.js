@@ -1,0 +1,109 @@
+/**
+ * The cost model of a collective: over a sweep of message sizes, the measured time (rank 0's
+ * `cost_sweep` metrics) beside the α–β model's prediction, as a small log-log chart and a table with
+ * algorithm and bus bandwidth; and the fitted α and β. Drawn from the metrics at the cursor, so the
+ * chart fills in as the sweep's points arrive.
+ */
+
+import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { formatRate, formatSeconds, formatSize, modelFormula } from "paralab/cost-model.js";
+
+const MEASURED = "#0f172a";
+const PREDICTED = "#ea580c";
+
+function decadeTicks(lo, hi) {
+  const ticks = [];
+  for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) ticks.push(10 ** k);
+  return ticks;
+}
+
+/** The chart: x = bytes (log), y = seconds (log); measured as a solid line with dots, predicted dashed. */
+export function sweepChart(points, { width, rem }) {
+  const height = Math.max(12 * rem, Math.min(18 * rem, width * 0.42));
+  const pad = { l: 4.6 * rem, r: 1 * rem, t: 1.2 * rem, b: 2.8 * rem };
+  const xs = points.map((p) => p.bytes);
+  const ys = points.flatMap((p) => [p.value, p.predicted]).filter((y) => y > 0 && Number.isFinite(y));
+  const x0 = Math.min(...xs) / 1.6;
+  const x1 = Math.max(...xs) * 1.6;
+  const yt = decadeTicks(Math.min(...ys) / 1.5, Math.max(...ys) * 1.5);
+  const y0 = yt[0];
+  const y1 = yt[yt.length - 1];
+  const X = (x) => pad.l + ((Math.log(x) - Math.log(x0)) / (Math.log(x1) - Math.log(x0))) * (width - pad.l - pad.r);
+  const Y = (y) => height - pad.b - ((Math.log(y) - Math.log(y0)) / (Math.log(y1) - Math.log(y0))) * (height - pad.t - pad.b);
+  const line = (key) => points.filter((p) => p[key] > 0).map((p, i) => `${i ? "L" : "M"}${X(p.bytes).toFixed(1)},${Y(p[key]).toFixed(1)}`).join(" ");
+  const svg = s("svg", { class: "sweep-chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
+    "aria-label": `measured and predicted time of ${points.length} message sizes, log-log`, style: `font-size: ${0.75 * rem}px` });
+  for (const y of yt) {
+    svg.append(s("line", { x1: pad.l, x2: width - pad.r, y1: Y(y), y2: Y(y), class: "grid" }),
+      s("text", { x: pad.l - 0.4 * rem, y: Y(y), "text-anchor": "end", "dominant-baseline": "central", class: "tick" }, formatSeconds(y)));
+  }
+  let lastLabel = -Infinity;
+  for (const x of xs) {
+    svg.append(s("line", { x1: X(x), x2: X(x), y1: pad.t, y2: height - pad.b, class: "grid" }));
+    if (X(x) - lastLabel < 3.2 * rem) continue;          // no overlapping labels
+    lastLabel = X(x);
+    svg.append(s("text", { x: X(x), y: height - pad.b + 1.1 * rem, "text-anchor": "middle", class: "tick" }, formatSize(x)));
+  }
+  svg.append(s("text", { x: (pad.l + width - pad.r) / 2, y: height - 0.3 * rem, "text-anchor": "middle", class: "axis-label" }, "message size m (bytes, log scale)"));
+  svg.append(s("text", { x: 0.9 * rem, y: (pad.t + height - pad.b) / 2, "text-anchor": "middle", class: "axis-label",
+                         transform: `rotate(-90 ${0.9 * rem} ${(pad.t + height - pad.b) / 2})` }, "time (log)"));
+  svg.append(s("path", { d: line("predicted"), class: "series predicted", stroke: PREDICTED, fill: "none" }));
+  svg.append(s("path", { d: line("value"), class: "series measured", stroke: MEASURED, fill: "none" }));
+  for (const p of points) {
+    if (p.predicted > 0) svg.append(s("rect", { x: X(p.bytes) - 0.22 * rem, y: Y(p.predicted) - 0.22 * rem, width: 0.44 * rem, height: 0.44 * rem,
+                                               fill: "white", stroke: PREDICTED, "stroke-width": 2, class: "point predicted" },
+      s("title", {}, `${formatSize(p.bytes)}: predicted ${formatSeconds(p.predicted)}`)));
+    if (p.value > 0) svg.append(s("circle", { cx: X(p.bytes), cy: Y(p.value), r: 0.26 * rem, fill: MEASURED, class: "point measured" },
+      s("title", {}, `${formatSize(p.bytes)}: measured ${formatSeconds(p.value)}`)));
+  }
+  return svg;
+}
+
+export function renderCost(container, state, { runId, worldSize }) {
+  const points = state.series.get("cost_sweep") || [];
+  const alpha = state.metrics.get("alpha");
+  const beta = state.metrics.get("beta");
+  if (!points.length && !alpha) {
+    changed(container, "none");
+    return false;
+  }
+  const rem = remPx();
+  const width = Math.max(320, Math.min(container.clientWidth || 640, 46 * rem));
+  const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq].join(",");
+  if (!changed(container, key)) return true;
+  const collectives = [...state.collectives.values()];
+  const op = collectives.length ? collectives[collectives.length - 1].op : state.p2p.length ? "send_recv" : "all_reduce";
+  const p = worldSize || state.ranks.length;
+  const model = modelFormula(op, p);
+  const sorted = [...points].sort((a, b) => a.bytes - b.bytes);
+  fill(container,
+    h("div", { class: "cost-model" },
+      h("p", { class: "cost-formula" }, h("span", { class: "label" }, `α–β model of ${model.name} on p = ${p}: `),
+        h("code", {}, `T(m) = ${model.general}`), " = ", h("code", {}, model.here)),
+      alpha || beta
+        ? h("p", { class: "cost-fit" },
+            h("span", { class: "label" }, "fitted from ping-pong between ranks 0 and 1: "),
+            alpha ? [h("strong", {}, `α = ${formatSeconds(alpha.value)}`), " per message"] : null,
+            alpha && beta ? " · " : null,
+            beta ? [h("strong", {}, `β = ${beta.value > 0 ? `${(beta.value * 1e9).toPrecision(3)} ns/B` : "0"}`),
+              beta.value > 0 ? ` (1/β = ${formatRate(1 / beta.value)})` : ""] : null)
+        : h("p", { class: "cost-fit pending" }, "α and β arrive when the sweep ends.")),
+    sorted.length ? h("div", { class: "sweep" },
+      h("figure", { class: "sweep-figure" },
+        sweepChart(sorted, { width, rem }),
+        h("figcaption", { class: "sweep-legend" },
+          h("span", { class: "key measured" }, h("span", { class: "swatch", style: { background: MEASURED } }), "measured (median of 5)"),
+          h("span", { class: "key predicted" }, h("span", { class: "swatch dashed", style: { borderColor: PREDICTED } }), "α–β prediction"))),
+      h("table", { class: "sweep-table" },
+        h("thead", {}, h("tr", {}, ["size m", "measured", "predicted", "ratio", "algbw", "busbw"].map((t, i) =>
+          h("th", { scope: "col", class: i ? "num" : null }, t)))),
+        h("tbody", {}, sorted.map((pt) => h("tr", { class: state.event?.seq === pt.seq ? "current" : null },
+          h("td", {}, formatSize(pt.bytes)),
+          h("td", { class: "num" }, formatSeconds(pt.value)),
+          h("td", { class: "num" }, formatSeconds(pt.predicted)),
+          h("td", { class: "num" }, pt.predicted > 0 ? `${(pt.value / pt.predicted).toFixed(2)}×` : "–"),
+          h("td", { class: "num" }, formatRate(pt.algbw)),
+          h("td", { class: "num" }, formatRate(pt.busbw)))))))
+      : h("p", { class: "empty" }, "No sweep points yet at this step."));
+  return true;
+}

@@ -1,0 +1,250 @@
+/**
+ * Point-to-point steps (ring all-reduce, recursive doubling, any send/recv): a row per rank with its
+ * buffer's numbers cut into chunks, and, for the step at the cursor, an arrow per send from the
+ * sending rank to its peer carrying the chunk. A chunk in flight moves along its arrow; a delivered
+ * one is drawn solid and its place in the receiver is marked; a recv still waiting for its send is a
+ * dashed arrow. Above, the steps seen so far, the current one marked; below, each algorithm's step
+ * count when the lesson reports it.
+ *
+ * Steps come from the calls' labels ("reduce-scatter step 2: send chunk 3, …" → step
+ * "reduce-scatter step 2", chunk 3); a call without a label is its own step "send/recv". A rank's
+ * buffer is its latest snapshot named after the step's phase ("ring buffer after reduce-scatter
+ * step 1"), else its input — the all-gather phase goes on from the reduce-scatter's buffer.
+ */
+
+import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { rankColour } from "paralab/palette.js";
+import { formatNumber } from "paralab/replay.js";
+import { cellValue } from "paralab/views/heatmap.js";
+
+const CONTINUES = { "all-gather": "reduce-scatter" };   // a phase that works on the previous phase's buffer
+const INPUT_NAMES = ["input", "before"];
+const CYCLE_S = 1.8;
+
+/** "reduce-scatter step 2: send chunk 3, …" → {key: "reduce-scatter step 2", stem: "reduce-scatter", n: 2}. */
+export function stepOf(label) {
+  const m = /^(.*?)\bstep (\d+)/.exec(label || "");
+  if (!m) return { key: label ? label.split(":")[0] : "send/recv", stem: label ? label.split(":")[0] : "send/recv", n: null };
+  return { key: `${m[1]}step ${m[2]}`.trim(), stem: m[1].trim(), n: Number(m[2]) };
+}
+
+function chunkOf(label, op) {
+  const text = label || "";
+  const m = op === "send" ? /(?:send|pass on finished|pass on) chunk (\d+)/.exec(text) : /(?:received|receive) chunk (\d+)/.exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+function snapshotNames(state) {
+  const names = new Set();
+  for (const list of state.snapshots.values()) for (const e of list) if (/ after /.test(e.name) || INPUT_NAMES.includes(e.name)) names.add(e.name);
+  return names;
+}
+
+/** The tensor names this view draws (left out of the heatmap panel). */
+export function ringNames(state) {
+  return state.p2p.length && !hasOrigins(state) ? [...snapshotNames(state)] : [];
+}
+
+function hasOrigins(state) {
+  for (const byRank of state.loose.values()) for (const e of byRank.values()) if (Array.isArray(e.origin)) return true;
+  return false;
+}
+
+function bufferOf(state, rank, stem) {
+  const chain = [];
+  for (let st = stem; st && !chain.includes(st); st = CONTINUES[st]) chain.push(st);
+  const list = state.snapshots.get(rank) || [];
+  for (let i = list.length - 1; i >= 0; i--) {
+    if (/ after /.test(list[i].name) && chain.some((st) => list[i].name.split(" after ")[1]?.includes(st) || list[i].name.split(" after ")[0].includes(st))) return list[i];
+  }
+  return list.find((e) => INPUT_NAMES.includes(e.name)) || null;
+}
+
+function stepAtCursor(state, steps) {
+  const e = state.event;
+  if (e) {
+    const named = e.kind === "p2p" ? stepOf(e.label).key : e.kind === "compute" ? e.name : e.kind === "tensor" ? (e.name.split(" after ")[1] || null) : null;
+    if (named && steps.some((st) => st.key === named)) return named;
+  }
+  // else: the step the rank of the event (or the furthest rank) is in
+  const spans = e && e.rank !== null && e.rank !== undefined ? state.p2p.filter((sp) => sp.rank === e.rank) : state.p2p;
+  const last = spans[spans.length - 1] || state.p2p[state.p2p.length - 1];
+  return last ? stepOf(last.label).key : null;
+}
+
+function show(v) {
+  if (!Number.isFinite(v)) return formatNumber(v);
+  return Number.isInteger(v) ? String(v) : formatNumber(Number(v.toFixed(2)));
+}
+
+export function renderRing(container, state, { runId, worldSize }) {
+  if (!state.p2p.length || hasOrigins(state)) {
+    changed(container, "none");
+    return false;
+  }
+  const steps = [];
+  for (const sp of state.p2p) {
+    const st = stepOf(sp.label);
+    if (!steps.some((x) => x.key === st.key)) steps.push(st);
+  }
+  const current = stepAtCursor(state, steps);
+  const step = steps.find((x) => x.key === current) || steps[steps.length - 1];
+  const spans = state.p2p.filter((sp) => stepOf(sp.label).key === step.key);
+  const rem = remPx();
+  const width = Math.max(360, container.clientWidth || 640);
+  const world = worldSize || state.ranks.length;
+  const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
+  const key = [runId, rem, width, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...buffers.map((b) => b?.seq),
+    state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq].join(",");
+  if (!changed(container, key)) return true;
+
+  // sends of this step, each with its matching recv
+  const sends = spans.filter((sp) => sp.op === "send").map((send) => {
+    const recv = spans.find((r) => r.op === "recv" && r.rank === send.peer && (r.peer === send.rank || r.peer === null || r.peer === undefined) && r.tag === send.tag);
+    const status = recv?.end ? "delivered" : "flying";
+    return { from: send.rank, to: send.peer, chunk: chunkOf(send.label, "send"), status, send, recv };
+  });
+  const waitingRecvs = spans.filter((r) => r.op === "recv" && !sends.some((x) => x.recv === r))
+    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.label, "recv"), status: "waiting", recv: r }));
+  const arrows = [...sends, ...waitingRecvs];
+
+  const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
+  const n = Math.max(1, ...values.map((v) => v.length));
+  const chunked = arrows.some((a) => a.chunk !== null);
+  const chunks = chunked && n % world === 0 ? world : 1;
+  const per = n / chunks;
+  const labelW = 5.2 * rem;
+  const gap = chunks > 1 ? 0.5 * rem : 0;
+  const arcs = arrows.filter((a) => !(a.chunk !== null && a.to === a.from + 1) && a.from !== null && a.from !== undefined)
+    .sort((a, b) => Math.min(a.from, a.to) - Math.min(b.from, b.to) || a.from - b.from);
+  const lanes = Math.min(arcs.length, 8);
+  const arcRoom = 2.2 * rem + lanes * 0.8 * rem;
+  const cell = Math.max(1.4 * rem, Math.min(2.8 * rem, (width - labelW - arcRoom - gap * (chunks - 1)) / n));
+  const rowH = 1.9 * rem;
+  const rowGap = 2.6 * rem;
+  const top = 1.6 * rem;
+  const gridRight = labelW + n * cell + gap * (chunks - 1);
+  const height = top + world * rowH + (world - 1) * rowGap + 0.8 * rem;
+  const svgW = Math.min(width, gridRight + arcRoom);
+  const rowY = (r) => top + r * (rowH + rowGap);
+  const cellX = (i) => labelW + i * cell + Math.floor(i / per) * gap;
+  const chunkCx = (c) => cellX(c * per) + (per * cell) / 2;
+
+  const svg = s("svg", { class: "ring-svg", viewBox: `0 0 ${svgW} ${height}`, width: svgW, height, role: "img",
+    "aria-label": `${step.key}: ${arrows.length} transfers between ${world} ranks`, style: `font-size: ${0.8 * rem}px` });
+  if (chunks > 1) {
+    for (let c = 0; c < chunks; c++) svg.append(s("text", { x: chunkCx(c), y: 0.9 * rem, "text-anchor": "middle", class: "chunk-label" }, `chunk ${c}`));
+  }
+  const marks = new Map();   // "rank:chunk" → "out" | "in" | "in-done"
+  for (const a of arrows) {
+    if (a.chunk === null) continue;
+    if (a.status !== "waiting") marks.set(`${a.from}:${a.chunk}`, "out");
+    const into = a.recv ? chunkOf(a.recv.label, "recv") ?? a.chunk : a.chunk;
+    marks.set(`${a.to}:${into}`, a.status === "delivered" ? "in-done" : "in");
+  }
+  for (let r = 0; r < world; r++) {
+    const y = rowY(r);
+    svg.append(s("text", { x: 0.2 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "ring-rank", fill: rankColour(r) }, `rank ${r}`));
+    const vals = values[r];
+    if (!vals.length) {
+      svg.append(s("text", { x: labelW, y: y + rowH / 2, "dominant-baseline": "central", class: "not-yet" }, "no buffer shown yet"));
+      continue;
+    }
+    vals.forEach((v, i) => {
+      svg.append(s("rect", { x: cellX(i), y, width: cell - 2, height: rowH, rx: 3, class: "ring-cell" }),
+        s("text", { x: cellX(i) + (cell - 2) / 2, y: y + rowH / 2, "text-anchor": "middle", "dominant-baseline": "central", class: "ring-value" }, show(v)));
+    });
+    for (let c = 0; c < chunks; c++) {
+      const mark = marks.get(`${r}:${c}`);
+      if (!mark) continue;
+      const a = arrows.find((x) => (mark === "out" ? x.from === r && x.chunk === c : x.to === r));
+      const colour = rankColour(a ? a.from : r);
+      svg.append(s("rect", { x: cellX(c * per) - 2, y: y - 2, width: per * cell + 2, height: rowH + 4, rx: 4, fill: "none", stroke: colour,
+                             "stroke-width": 3, "stroke-dasharray": mark === "in" ? "5 4" : null, class: ["chunk-mark", mark] }));
+    }
+    const tag = buffers[r]?.name ? buffers[r].name.replace(/^.* after /, "after ") : "";
+    if (tag) svg.append(s("text", { x: labelW, y: y + rowH + 0.75 * rem, class: "buffer-tag" }, tag));
+  }
+  // arrows: to the next row straight down from the chunk; otherwise an arc on the right
+  arrows.forEach((a, idx) => {
+    if (a.from === null || a.from === undefined || a.to === null || a.to === undefined) return;
+    const colour = rankColour(a.from);
+    let d;
+    if (a.chunk !== null && a.to === a.from + 1) {
+      const x = chunkCx(a.chunk);
+      d = `M${x},${rowY(a.from) + rowH + 2} L${x},${rowY(a.to) - 4}`;
+    } else {
+      const y0 = rowY(a.from) + rowH / 2;
+      const y1 = rowY(a.to) + rowH / 2;
+      const lane = Math.min(arcs.indexOf(a), 7);
+      const reach = 1.3 * rem + lane * 0.8 * rem;
+      const x0 = gridRight + 0.3 * rem;
+      d = `M${x0},${y0 + (a.from < a.to ? 0.25 : -0.25) * rem} C${x0 + reach},${y0} ${x0 + reach},${y1} ${x0 + 0.2 * rem},${y1 + (a.from < a.to ? -0.25 : 0.25) * rem}`;
+    }
+    svg.append(s("path", { d, fill: "none", stroke: a.status === "waiting" ? "#94a3b8" : colour, "stroke-width": a.status === "delivered" ? 3 : 2.2,
+                           "stroke-dasharray": a.status === "waiting" ? "4 4" : a.status === "flying" ? "7 5" : null,
+                           "marker-end": `url(#ring-head-${a.status === "waiting" ? "grey" : a.from})`, class: ["ring-arrow", a.status], "data-from": a.from, "data-to": a.to }));
+    if (a.status === "flying" && !window.matchMedia?.("(prefers-reduced-motion: reduce)").matches) {
+      svg.append(s("g", { class: "ring-packet" },
+        s("rect", { x: -1.1 * rem, y: -0.5 * rem, width: 2.2 * rem, height: 1 * rem, rx: 3, fill: colour }),
+        s("text", { x: 0, y: 0, "text-anchor": "middle", "dominant-baseline": "central", class: "packet-label" }, a.chunk !== null ? `c${a.chunk}` : "all"),
+        s("animateMotion", { dur: `${CYCLE_S}s`, repeatCount: "indefinite", path: d, begin: `${(idx * 0.15).toFixed(2)}s` })));
+    } else if (a.status === "delivered" && a.chunk !== null) {
+      const mid = midpoint(d);
+      svg.append(s("text", { x: mid[0] + 0.5 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label", fill: colour }, `c${a.chunk}`));
+    }
+  });
+  const defs = s("defs", {});
+  for (let r = 0; r < world; r++) defs.append(arrowHead(`ring-head-${r}`, rankColour(r)));
+  defs.append(arrowHead("ring-head-grey", "#94a3b8"));
+  svg.prepend(defs);
+
+  const delivered = sends.filter((x) => x.status === "delivered").length;
+  const detail = spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
+  const ringSteps = state.metrics.get("steps_ring");
+  const doubling = state.metrics.get("steps_recursive_doubling");
+  const index = steps.indexOf(step);
+  fill(container,
+    h("ol", { class: "step-strip", "aria-label": "steps so far" }, steps.map((st, i) =>
+      h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
+    h("p", { class: "ring-head" },
+      h("strong", {}, step.key), algorithmStep(step, world),
+      detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
+    h("div", { class: "ring-drawing" }, svg),
+    h("p", { class: "ring-status" }, `${delivered} of ${sends.length} sends delivered in this step`,
+      waitingRecvs.length ? ` · ${waitingRecvs.length} recv${waitingRecvs.length > 1 ? "s" : ""} waiting for a send` : "",
+      " · dashed outline: the chunk being received, solid: the chunk sent"),
+    ringSteps || doubling ? h("table", { class: "steps-table" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "algorithm"), h("th", { scope: "col", class: "num" }, "steps"),
+        h("th", { scope: "col" }, "formula"), h("th", { scope: "col", class: "num" }, "elements each rank sends"))),
+      h("tbody", {},
+        ringSteps ? h("tr", {}, h("td", {}, "ring (reduce-scatter + all-gather)"), h("td", { class: "num" }, String(ringSteps.value)),
+          h("td", {}, h("code", {}, ringSteps.formula || "2(p−1)")), h("td", { class: "num" }, String(ringSteps.elements_sent ?? "–"))) : null,
+        doubling ? h("tr", {}, h("td", {}, "recursive doubling"), h("td", { class: "num" }, String(doubling.value)),
+          h("td", {}, h("code", {}, doubling.formula || "log₂p")), h("td", { class: "num" }, String(doubling.elements_sent ?? "–"))) : null))
+      : null);
+  return true;
+}
+
+/** " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling. */
+function algorithmStep(step, p) {
+  if (!step.n) return "";
+  if (step.stem === "reduce-scatter" || step.stem === "all-gather") {
+    const k = step.stem === "reduce-scatter" ? step.n : p - 1 + step.n;
+    return ` — ring step ${k} of 2(p−1) = ${2 * (p - 1)}`;
+  }
+  if (step.stem === "doubling" && (p & (p - 1)) === 0) return ` — step ${step.n} of log₂p = ${Math.log2(p)}`;
+  return "";
+}
+
+function arrowHead(id, colour) {
+  return s("marker", { id, viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" },
+    s("path", { d: "M0,0 L10,5 L0,10 z", fill: colour }));
+}
+
+function midpoint(d) {
+  const nums = d.match(/-?\d+(\.\d+)?/g).map(Number);
+  const [x0, y0] = nums.slice(0, 2);
+  const [x1, y1] = nums.slice(-2);
+  return [(x0 + x1) / 2, (y0 + y1) / 2];
+}
