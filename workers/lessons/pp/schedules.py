@@ -192,7 +192,8 @@ def problems(schedule: str, p: int, m: int, v: int) -> list[tuple[str, str]]:
                                      f"microbatches={m} must be divisible by {p}")]
         space(renumbered(order, m)[0], p * (v if is_multi_stage(schedule) else 1))
     except (ValueError, AssertionError) as exc:
-        field = "virtual_stages" if "stages per rank" in str(exc) else "microbatches"
+        stages_rule = "stages per rank" in str(exc) or "stages_per_rank" in str(exc)   # torch says both
+        field = "virtual_stages" if stages_rule else "microbatches"
         return [(field, f"{schedule}: {exc}")]
     return []
 
