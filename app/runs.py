@@ -358,7 +358,7 @@ class RunManager:
                 "site": self._last_site(run, rank)}
 
     def _timeout_error(self, run: Run) -> dict:
-        limit = self.settings.RUN_TIME_LIMIT_S
+        limit = self.time_limit(run)   # a step-mode run has the longer limit
         where = {r: self._last_site(run, r) for r in range(run.world_size)}
         return {"kind": "timeout", "message": f"the run passed its wall-clock limit of {limit:g} s",
                 "ranks": {str(r): site for r, site in where.items()}}
