@@ -1,0 +1,52 @@
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
+from workers.lessons import Lesson
+from workers.lessons.params import world_size
+
+
+class ThreeDParams(BaseModel):
+    tp: int = Field(2, ge=1, le=8, description="tensor-parallel degree (inside each stage)")
+    pp: int = Field(2, ge=1, le=8, description="pipeline stages")
+    dp: int = Field(2, ge=1, le=8, description="data-parallel replicas")
+    microbatches: int = Field(4, ge=1, le=32, description="m, microbatches per replica")
+    hidden: int = Field(8, ge=1, le=128, description="model width")
+    ffn: int = Field(16, ge=1, le=512, description="MLP inner width (split across tp)")
+    seed: int = Field(0, ge=0)
+    mistake: Literal["none", "sync_every_microbatch", "sync_before_last_backward"] = Field(
+        "none", description="where the DP gradient sync goes wrong inside a pipeline")
+
+    @field_validator("dp")
+    @classmethod
+    def _grid_fills_world(cls, value: int, info: ValidationInfo) -> int:
+        tp, pp, n = info.data.get("tp", 1), info.data.get("pp", 1), world_size(info)
+        if tp * pp * value != n:
+            raise ValueError(f"tp × pp × dp = {tp} × {pp} × {value} = {tp * pp * value} must equal the "
+                             f"number of ranks ({n})")
+        return value
+
+    @field_validator("microbatches")
+    @classmethod
+    def _enough_microbatches(cls, value: int, info: ValidationInfo) -> int:
+        if value < info.data.get("pp", 1):
+            raise ValueError(f"1F1B needs at least as many microbatches as stages: {value} < pp={info.data['pp']}")
+        return value
+
+    @field_validator("ffn")
+    @classmethod
+    def _ffn_splits(cls, value: int, info: ValidationInfo) -> int:
+        if value % info.data.get("tp", 1):
+            raise ValueError(f"ffn={value} must be divisible by tp={info.data['tp']}")
+        return value
+
+
+LESSON = Lesson(
+    id="three_d",
+    title="3D parallel: TP × PP × DP",
+    summary="One training step composing all three: TP inside each stage, a 1F1B schedule between stages, "
+            "the DP gradient sync after — the process-group grid lit up as each group communicates.",
+    params=ThreeDParams,
+    world_sizes=tuple(range(1, 9)),
+    sources=("program.py", "../pp/engine.py"),
+)
