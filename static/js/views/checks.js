@@ -53,7 +53,7 @@ export function renderChecks(container, state, { runId, worldSize }) {
   const summary = failed
     ? `${failed} of ${rows.length} checks FAILED`
     : rows.length === expected
-      ? `All ${expected} checks passed (${groups.length} checks × ${ranks} ranks)`
+      ? `All ${expected} checks passed (${groups.length} check${groups.length === 1 ? "" : "s"} × ${ranks} rank${ranks === 1 ? "" : "s"})`
       : `${rows.length} of ${expected} checks done, all passed so far`;
   const ctx = { runId, box: { maxW: 14 * rem, maxH: 10 * rem, maxCell: 1.2 * rem } };
   fill(container,

@@ -48,7 +48,7 @@ function block(b, limit, rem) {
   if (b.stripes) {
     const sh = b.h / b.stripes.length;
     for (const stripe of b.stripes) {
-      g.append(s("rect", { x: b.x + 2, y: b.y + stripe.index * sh + 2, width: b.w - 4, height: sh - 4,
+      g.append(s("rect", { x: b.x + 2, y: b.y + stripe.index * sh + Math.min(2, sh / 4), width: b.w - 4, height: Math.max(1, sh - Math.min(4, sh / 2)),
                            fill: "none", stroke: stripe.colour, "stroke-width": 2.5, class: "stripe" }));
     }
   }

@@ -156,12 +156,16 @@ export function renderOrigins(container, state, { runId, worldSize }) {
       const from = origins[k];
       let sources = exact && op ? sourcesOf(op, r, k, world, nb, call?.root ?? 0) : null;
       if (sources && !sameRanks([...new Set(sources.map((s) => s.rank))].sort((a, b) => a - b), from)) sources = null;
+      const whence = from.length ? `rank${from.length > 1 ? "s" : ""} ${from.join(", ")}` : "?";
+      // A downsampled tensor's cell is a block mean, not a number of the tensor: name its origin instead.
+      const block = entry.tensor?.exact === false;
+      const text = !block ? show(v) : from.length === 1 ? `r${from[0]}` : "Σ";
       return h("span", {
-        class: ["cell", "origin-cell", from.length > 1 && "mixed"], tabindex: "0", "data-rank": r, "data-index": k,
+        class: ["cell", "origin-cell", from.length > 1 && "mixed", block && "block"], tabindex: "0", "data-rank": r, "data-index": k,
         "data-origin": from.join(" "), "data-sources": sources ? sources.map((s) => `${s.rank}:${s.index}`).join(" ") : "",
         style: { background: originBackground(from) },
-        title: `rank ${r}, element ${k} = ${show(v)} — from ${from.length ? `rank${from.length > 1 ? "s" : ""} ${from.join(", ")}` : "?"}`,
-      }, h("span", { class: "cell-value" }, show(v)));
+        title: block ? `rank ${r}, block ${k} (mean ${show(v)}) — from ${whence}` : `rank ${r}, element ${k} = ${show(v)} — from ${whence}`,
+      }, h("span", { class: "cell-value" }, text));
     }));
   };
 
@@ -178,7 +182,9 @@ export function renderOrigins(container, state, { runId, worldSize }) {
         ranks.map((r) => h("div", { class: "origin-row", "data-rank": r },
           chip(r), beforeRow(r), h("span", { class: "origin-arrow", "aria-hidden": "true" }, after.has(r) ? "→" : "⋯"), afterRow(r))));
 
-  const story = op && OP_STORY[op] ? `${op.replace(/_/g, "-")}: ${OP_STORY[op]}.` : "";
+  const blocks = [...after.values()].some((e) => e.tensor?.exact === false);
+  const story = (op && OP_STORY[op] ? `${op.replace(/_/g, "-")}: ${OP_STORY[op]}.` : "")
+    + (blocks ? " Long tensors are drawn block by block: each cell names the rank(s) its block came from." : "");
   const trace = h("p", { class: "origin-trace", "aria-live": "polite" }, story || "Hover a number on the right to see where it came from.");
   fill(container,
     h("div", { class: "origin-wrap", style: { "--cell": `${cell.toFixed(1)}px`, "--cell-font": `${Math.min(0.95 * rem, cell * 0.36).toFixed(1)}px` } }, grid),
@@ -203,7 +209,7 @@ export function renderOrigins(container, state, { runId, worldSize }) {
     const value = cellEl.textContent;
     const sources = (cellEl.dataset.sources || "").split(" ").filter(Boolean).map((s) => s.split(":").map(Number));
     if (!sources.length) {
-      trace.textContent = `rank ${r}, element ${k} = ${value}: from rank${cellEl.dataset.origin.includes(" ") ? "s" : ""} ${cellEl.dataset.origin.replace(/ /g, ", ")}.`;
+      trace.textContent = `rank ${r}, ${cellEl.classList.contains("block") ? "block" : "element"} ${k}${cellEl.classList.contains("block") ? "" : ` = ${value}`}: from rank${cellEl.dataset.origin.includes(" ") ? "s" : ""} ${cellEl.dataset.origin.replace(/ /g, ", ")}.`;
       return;
     }
     const parts = [];

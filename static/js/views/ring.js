@@ -42,7 +42,12 @@ function snapshotNames(state) {
 
 /** The tensor names this view draws (left out of the heatmap panel). */
 export function ringNames(state) {
-  return state.p2p.length && !hasOrigins(state) ? [...snapshotNames(state)] : [];
+  return (state.p2p.length || gatedCalls(state).length) && !hasOrigins(state) ? [...snapshotNames(state)] : [];
+}
+
+/** Step mode: the send/recv calls ranks wait at a gate before (not begun yet). */
+function gatedCalls(state) {
+  return state.final ? [] : state.ranks.filter((rs) => rs.gate && rs.gate.call === "p2p").map((rs) => rs.gate);
 }
 
 function hasOrigins(state) {
@@ -63,7 +68,7 @@ function bufferOf(state, rank, stem) {
 function stepAtCursor(state, steps) {
   const e = state.event;
   if (e) {
-    const named = e.kind === "p2p" ? stepOf(e.label).key : e.kind === "compute" ? e.name : e.kind === "tensor" ? (e.name.split(" after ")[1] || null) : null;
+    const named = e.kind === "p2p" || (e.kind === "gate" && e.call === "p2p") ? stepOf(e.label).key : e.kind === "compute" ? e.name : e.kind === "tensor" ? (e.name.split(" after ")[1] || null) : null;
     if (named && steps.some((st) => st.key === named)) return named;
   }
   // else: the step the rank of the event (or the furthest rank) is in
@@ -78,12 +83,13 @@ function show(v) {
 }
 
 export function renderRing(container, state, { runId, worldSize }) {
-  if (!state.p2p.length || hasOrigins(state)) {
+  const gated = gatedCalls(state);
+  if ((!state.p2p.length && !gated.length) || hasOrigins(state)) {
     changed(container, "none");
     return false;
   }
   const steps = [];
-  for (const sp of state.p2p) {
+  for (const sp of [...state.p2p, ...gated]) {
     const st = stepOf(sp.label);
     if (!steps.some((x) => x.key === st.key)) steps.push(st);
   }
@@ -94,7 +100,8 @@ export function renderRing(container, state, { runId, worldSize }) {
   const width = Math.max(360, container.clientWidth || 640);
   const world = worldSize || state.ranks.length;
   const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
-  const key = [runId, rem, width, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...buffers.map((b) => b?.seq),
+  const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
+  const key = [runId, rem, width, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
     state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq].join(",");
   if (!changed(container, key)) return true;
 
@@ -106,7 +113,9 @@ export function renderRing(container, state, { runId, worldSize }) {
   });
   const waitingRecvs = spans.filter((r) => r.op === "recv" && !sends.some((x) => x.recv === r))
     .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.label, "recv"), status: "waiting", recv: r }));
-  const arrows = [...sends, ...waitingRecvs];
+  const atGates = gatedHere.filter((g) => g.op === "send")
+    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g.label, "send"), status: "gated" }));
+  const arrows = [...sends, ...waitingRecvs, ...atGates];
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
   const n = Math.max(1, ...values.map((v) => v.length));
@@ -119,7 +128,8 @@ export function renderRing(container, state, { runId, worldSize }) {
     .sort((a, b) => Math.min(a.from, a.to) - Math.min(b.from, b.to) || a.from - b.from);
   const lanes = Math.min(arcs.length, 8);
   const arcRoom = 2.2 * rem + lanes * 0.8 * rem;
-  const cell = Math.max(1.4 * rem, Math.min(2.8 * rem, (width - labelW - arcRoom - gap * (chunks - 1)) / n));
+  const none = values.every((v) => !v.length);            // no buffers at all (e.g. the deadlock lab): one box per rank
+  const cell = none ? 9 * rem : Math.max(1.4 * rem, Math.min(2.8 * rem, (width - labelW - arcRoom - gap * (chunks - 1)) / n));
   const rowH = 1.9 * rem;
   const rowGap = 2.6 * rem;
   const top = 1.6 * rem;
@@ -138,6 +148,7 @@ export function renderRing(container, state, { runId, worldSize }) {
   const marks = new Map();   // "rank:chunk" → "out" | "in" | "in-done"
   for (const a of arrows) {
     if (a.chunk === null) continue;
+    if (a.status === "gated") continue;
     if (a.status !== "waiting") marks.set(`${a.from}:${a.chunk}`, "out");
     const into = a.recv ? chunkOf(a.recv.label, "recv") ?? a.chunk : a.chunk;
     marks.set(`${a.to}:${into}`, a.status === "delivered" ? "in-done" : "in");
@@ -147,7 +158,9 @@ export function renderRing(container, state, { runId, worldSize }) {
     svg.append(s("text", { x: 0.2 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "ring-rank", fill: rankColour(r) }, `rank ${r}`));
     const vals = values[r];
     if (!vals.length) {
-      svg.append(s("text", { x: labelW, y: y + rowH / 2, "dominant-baseline": "central", class: "not-yet" }, "no buffer shown yet"));
+      svg.append(s("rect", { x: labelW, y, width: n * cell - 2, height: rowH, rx: 3, class: "ring-cell empty" }),
+        s("text", { x: labelW + 0.5 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "not-yet" },
+          none ? "its tensor (not shown)" : "no buffer shown yet"));
       continue;
     }
     vals.forEach((v, i) => {
@@ -165,6 +178,7 @@ export function renderRing(container, state, { runId, worldSize }) {
     const tag = buffers[r]?.name ? buffers[r].name.replace(/^.* after /, "after ") : "";
     if (tag) svg.append(s("text", { x: labelW, y: y + rowH + 0.75 * rem, class: "buffer-tag" }, tag));
   }
+  const tagged = arrows.some((a) => (a.send?.tag || a.recv?.tag || 0) !== 0);
   // arrows: to the next row straight down from the chunk; otherwise an arc on the right
   arrows.forEach((a, idx) => {
     if (a.from === null || a.from === undefined || a.to === null || a.to === undefined) return;
@@ -182,16 +196,21 @@ export function renderRing(container, state, { runId, worldSize }) {
       d = `M${x0},${y0 + (a.from < a.to ? 0.25 : -0.25) * rem} C${x0 + reach},${y0} ${x0 + reach},${y1} ${x0 + 0.2 * rem},${y1 + (a.from < a.to ? -0.25 : 0.25) * rem}`;
     }
     svg.append(s("path", { d, fill: "none", stroke: a.status === "waiting" ? "#94a3b8" : colour, "stroke-width": a.status === "delivered" ? 3 : 2.2,
-                           "stroke-dasharray": a.status === "waiting" ? "4 4" : a.status === "flying" ? "7 5" : null,
+                           "stroke-dasharray": a.status === "waiting" ? "4 4" : a.status === "flying" ? "7 5" : a.status === "gated" ? "2 5" : null,
+                           "stroke-opacity": a.status === "gated" ? 0.5 : null,
                            "marker-end": `url(#ring-head-${a.status === "waiting" ? "grey" : a.from})`, class: ["ring-arrow", a.status], "data-from": a.from, "data-to": a.to }));
     if (a.status === "flying" && !window.matchMedia?.("(prefers-reduced-motion: reduce)").matches) {
       svg.append(s("g", { class: "ring-packet" },
         s("rect", { x: -1.1 * rem, y: -0.5 * rem, width: 2.2 * rem, height: 1 * rem, rx: 3, fill: colour }),
-        s("text", { x: 0, y: 0, "text-anchor": "middle", "dominant-baseline": "central", class: "packet-label" }, a.chunk !== null ? `c${a.chunk}` : "all"),
+        s("text", { x: 0, y: 0, "text-anchor": "middle", "dominant-baseline": "central", class: "packet-label" }, a.chunk !== null ? `c${a.chunk}` : tagged ? `tag ${a.send.tag}` : "all"),
         s("animateMotion", { dur: `${CYCLE_S}s`, repeatCount: "indefinite", path: d, begin: `${(idx * 0.15).toFixed(2)}s` })));
     } else if (a.status === "delivered" && a.chunk !== null) {
       const mid = midpoint(d);
       svg.append(s("text", { x: mid[0] + 0.5 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label", fill: colour }, `c${a.chunk}`));
+    } else if (a.status === "waiting") {
+      const mid = midpoint(d);
+      svg.append(s("text", { x: mid[0] + 1.6 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label waiting" },
+        `rank ${a.to}'s recv waits${tagged ? ` (tag ${a.recv.tag})` : ""}`));
     }
   });
   const defs = s("defs", {});
@@ -213,6 +232,7 @@ export function renderRing(container, state, { runId, worldSize }) {
     h("div", { class: "ring-drawing" }, svg),
     h("p", { class: "ring-status" }, `${delivered} of ${sends.length} sends delivered in this step`,
       waitingRecvs.length ? ` · ${waitingRecvs.length} recv${waitingRecvs.length > 1 ? "s" : ""} waiting for a send` : "",
+      atGates.length ? ` · ${atGates.length} send${atGates.length > 1 ? "s" : ""} held at a gate (dotted)` : "",
       " · dashed outline: the chunk being received, solid: the chunk sent"),
     ringSteps || doubling ? h("table", { class: "steps-table" },
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "algorithm"), h("th", { scope: "col", class: "num" }, "steps"),

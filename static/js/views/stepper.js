@@ -28,7 +28,9 @@ export function rankStep(rs, state) {
     return { kind: "finished", text: state.run.status === "done" ? "finished" : `stopped (run ${state.run.status})` };
   }
   if (rs.gate) {
-    return { kind: "gate", text: `waits at ${callName(rs.gate)}`, detail: rs.gate.label, site: where(rs.gate.site),
+    const label = rs.gate.label || "";
+    return { kind: "gate", text: `waits at ${callName(rs.gate)}`, detail: label.includes(":") ? label.split(":").slice(1).join(":").trim() : label,
+             site: where(rs.gate.site),
              waiting: true };
   }
   const calls = rs.open.filter((o) => o.kind !== "compute");
@@ -39,7 +41,7 @@ export function rankStep(rs, state) {
     const site = where(open.begin?.site);
     if (missing.length) {
       return { kind: "blocked", text: `blocked inside ${callName(open)}`, detail: `waiting for ${plural(missing)} to enter it`,
-               site, missing };
+               site, missing, call: "collective" };
     }
     return { kind: "inside", text: `inside ${callName(open)}`, detail: "every member arrived: the data moves", site };
   }
@@ -47,7 +49,7 @@ export function rankStep(rs, state) {
     const peer = open.peer ?? "any rank";
     const wants = open.op === "send" ? "a matching recv" : "a matching send";
     return { kind: "blocked", text: `blocked inside ${callName(open)}`, detail: `waiting for ${wants} on rank ${peer}`,
-             site: where(open.begin?.site), missing: typeof peer === "number" ? [peer] : [] };
+             site: where(open.begin?.site), missing: typeof peer === "number" ? [peer] : [], call: "p2p" };
   }
   if (!rs.last) return { kind: "idle", text: state.run.status === "queued" ? "queued" : "starting" };
   return { kind: "running", text: "running", detail: "computing until its next call", site: rs.site ? `${rs.site.path.split("/").pop()}:${rs.site.line}` : null };
@@ -66,8 +68,10 @@ function summary(rows) {
   const parts = [];
   if (gates.length) parts.push(`${plural(gates)} ${gates.length === 1 ? "waits" : "wait"} at a gate`);
   for (const b of blocked) {
-    parts.push(`rank ${b.rank} is blocked inside ${b.step.text.replace(/^blocked inside /, "")} until ${plural(b.step.missing || [])} ${
-      (b.step.missing || []).length === 1 ? "enters" : "enter"} — a collective is a rendezvous`);
+    const missing = b.step.missing || [];
+    parts.push(b.step.call === "collective"
+      ? `rank ${b.rank} is ${b.step.text} until ${plural(missing)} ${missing.length === 1 ? "enters" : "enter"} — a collective is a rendezvous`
+      : `rank ${b.rank} is ${b.step.text}, ${b.step.detail}`);
   }
   if (!parts.length) {
     if (rows.every((r) => r.step.kind === "finished")) return "Every rank has finished.";
@@ -116,10 +120,10 @@ export function renderStepper(container, state, ctx) {
       h("li", { class: ["stepper-rank", `is-${step.kind}`], "data-rank": rank, style: { "--rank": rankColour(rank) } },
         h("span", { class: "rank-chip" }, `rank ${rank}`),
         h("span", { class: "stepper-icon", "aria-hidden": "true" }, ICON[step.kind] || "·"),
-        h("span", { class: "stepper-what" },
+        h("span", { class: "stepper-what", title: [step.text, step.site, step.detail].filter(Boolean).join(" · ") },
           h("span", { class: "stepper-text" }, step.text),
-          step.detail || step.site ? h("span", { class: "stepper-detail" }, step.detail || "",
-            step.site ? h("code", { class: "stepper-site" }, step.site) : null) : null),
+          step.site ? h("code", { class: "stepper-site" }, step.site) : null,
+          step.detail ? h("span", { class: "stepper-detail" }, step.detail) : null),
         !ctx.live ? null : h("button", { type: "button", class: "release", "data-action": `release-${rank}`,
                       disabled: disabled || step.kind !== "gate", onclick: () => actions.release(rank),
                       "aria-label": `release rank ${rank}${rank < 10 ? ` (key ${rank})` : ""}` },
