@@ -9,21 +9,14 @@ import sys
 from array import array
 
 from fastapi import APIRouter, HTTPException, Response, status
-from pydantic import ValidationError
 
 from app.deps import RunDep, RunManagerDep, SettingsDep
-from app.runs import QueueFull, Run
+from app.run_start import RunRejected, start_run
+from app.runs import Run
 from app.schemas import RunCreate, RunPublic
 from app.trace import chrome_trace
-from workers.lessons import LESSONS
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
-
-
-def _invalid(loc: list, message: str) -> HTTPException:
-    """A 422 shaped like FastAPI's own validation errors, naming the field."""
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                         detail=[{"loc": ["body", *loc], "msg": message, "type": "value_error"}])
 
 
 def run_public(run: Run) -> RunPublic:
@@ -33,43 +26,13 @@ def run_public(run: Run) -> RunPublic:
                      metrics=run.metrics)
 
 
-def _backend(settings, devices: int, world_size: int) -> str:
-    if settings.BACKEND == "auto":
-        return "nccl" if devices >= world_size else "gloo"
-    if settings.BACKEND == "nccl" and devices < world_size:
-        raise _invalid(["world_size"], f"NCCL needs one GPU per rank: {world_size} ranks, {devices} GPUs")
-    return settings.BACKEND
-
-
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunPublic)
 async def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep):
     """Start a lesson on fresh ranks; invalid input gets a 422 naming the field and starts nothing."""
-    lesson = LESSONS.get(body.lesson)
-    if lesson is None:
-        raise _invalid(["lesson"], f"unknown lesson {body.lesson!r}; known: {', '.join(LESSONS)}")
-    allowed = [n for n in lesson.world_sizes if n <= settings.MAX_RANKS]
-    if body.world_size not in allowed:
-        raise _invalid(["world_size"], f"world_size {body.world_size} is not allowed for {lesson.id}; "
-                                       f"choose one of {allowed}")
     try:
-        params = lesson.validate(body.params, body.world_size)
-    except ValidationError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=[
-            {"loc": ["body", "params", *err["loc"]], "msg": err["msg"], "type": err["type"]}
-            for err in exc.errors(include_url=False, include_context=False, include_input=False)])
-    if lesson.runtime_rules:
-        problems = await manager.launcher.check(lesson.id, body.world_size, params.model_dump())
-        if problems:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=[
-                {"loc": ["body", "params", field], "msg": message, "type": "value_error"}
-                for field, message in problems])
-    backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
-    try:
-        values = params.model_dump()
-        hang_timeout = values.get("timeout_s") or body.hang_timeout_s
-        run = manager.create(lesson.id, body.world_size, values, body.step, backend, hang_timeout)
-    except QueueFull as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc))
+        run = await start_run(manager, settings, body)
+    except RunRejected as exc:
+        raise HTTPException(exc.status, detail=exc.detail)
     return run_public(run)
 
 

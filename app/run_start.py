@@ -1,0 +1,62 @@
+"""Starting a run from a request: every check, then the run. Shared by `POST /api/runs` and a room
+presenter's `{"op": "run"}`, so both refuse the same input with the same words."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from starlette import status
+
+from app.runs import QueueFull, Run, RunManager
+from app.schemas import RunCreate
+from app.settings import Settings
+from workers.lessons import LESSONS
+
+
+class RunRejected(Exception):
+    """Nothing was started; `detail` is FastAPI's validation-error list (or a sentence)."""
+
+    def __init__(self, status_code: int, detail):
+        super().__init__(detail)
+        self.status, self.detail = status_code, detail
+
+
+def _invalid(loc: list, message: str) -> RunRejected:
+    return RunRejected(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                       [{"loc": ["body", *loc], "msg": message, "type": "value_error"}])
+
+
+def _backend(settings: Settings, devices: int, world_size: int) -> str:
+    if settings.BACKEND == "auto":
+        return "nccl" if devices >= world_size else "gloo"
+    if settings.BACKEND == "nccl" and devices < world_size:
+        raise _invalid(["world_size"], f"NCCL needs one GPU per rank: {world_size} ranks, {devices} GPUs")
+    return settings.BACKEND
+
+
+async def start_run(manager: RunManager, settings: Settings, body: RunCreate) -> Run:
+    lesson = LESSONS.get(body.lesson)
+    if lesson is None:
+        raise _invalid(["lesson"], f"unknown lesson {body.lesson!r}; known: {', '.join(LESSONS)}")
+    allowed = [n for n in lesson.world_sizes if n <= settings.MAX_RANKS]
+    if body.world_size not in allowed:
+        raise _invalid(["world_size"], f"world_size {body.world_size} is not allowed for {lesson.id}; "
+                                       f"choose one of {allowed}")
+    try:
+        params = lesson.validate(body.params, body.world_size)
+    except ValidationError as exc:
+        raise RunRejected(status.HTTP_422_UNPROCESSABLE_CONTENT, [
+            {"loc": ["body", "params", *err["loc"]], "msg": err["msg"], "type": err["type"]}
+            for err in exc.errors(include_url=False, include_context=False, include_input=False)])
+    if lesson.runtime_rules:
+        problems = await manager.launcher.check(lesson.id, body.world_size, params.model_dump())
+        if problems:
+            raise RunRejected(status.HTTP_422_UNPROCESSABLE_CONTENT, [
+                {"loc": ["body", "params", field], "msg": message, "type": "value_error"}
+                for field, message in problems])
+    backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
+    values = params.model_dump()
+    try:
+        return manager.create(lesson.id, body.world_size, values, body.step, backend,
+                              values.get("timeout_s") or body.hang_timeout_s)
+    except QueueFull as exc:
+        raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
