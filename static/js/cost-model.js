@@ -51,3 +51,13 @@ export function formatSize(bytes) {
   if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
   return `${Number(bytes).toLocaleString("en-US")} B`;
 }
+
+/** Seconds the α–β model predicts for `op` on p ranks moving `bytes` (as workers/cost_model.py's predict). */
+export function predictSeconds(op, p, bytes, alpha, beta) {
+  const steps = p > 1 ? Math.max(Math.ceil(Math.log2(p)), 1) : 0;
+  if (op === "all_reduce") return 2 * (p - 1) * alpha + ((2 * (p - 1)) / p) * bytes * beta;
+  if (["all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"].includes(op)) return (p - 1) * alpha + ((p - 1) / p) * bytes * beta;
+  if (op === "broadcast" || op === "reduce") return steps * (alpha + bytes * beta);
+  if (op === "barrier") return steps * alpha;
+  return alpha + bytes * beta;
+}

@@ -65,10 +65,12 @@ function render() {
   const { run, log, cursor } = store.state;
   const state = stateAt(log, cursor, run?.world_size || 0);
   const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0 };
-  renderRunPill($("#run-status"), { run, log, connection: connectionState });
+  // A live step-mode run: the ranks as they are now (what the stepper's buttons act on), folded once.
+  const live = run?.step && !store.state.final ? (cursor === log.length - 1 ? state : liveState()) : null;
+  renderRunPill($("#run-status"), { run, log, connection: connectionState, note: stepNote(live) });
   renderNow($("#now"), state);
   renderLanes($("#lanes"), state);
-  renderStepperPanel(state);
+  renderStepperPanel(state, live);
   renderCollective($("#collective"), state);
   const ring = renderRing($("#ring"), state, ctx);
   $("#ring-panel").hidden = !ring;
@@ -89,15 +91,21 @@ function render() {
              seq: cursor >= 0 ? log[cursor].seq : null });
 }
 
-function renderStepperPanel(state) {
-  const { run, log, cursor, final } = store.state;
+/** " · 3 ranks at gates" in the header pill while a step-mode run waits for its user. */
+function stepNote(live) {
+  if (!live) return null;
+  const waiting = live.ranks.filter((rs) => rs.gate).length;
+  return waiting ? ` · ${waiting} rank${waiting === 1 ? "" : "s"} at a gate` : null;
+}
+
+function renderStepperPanel(state, live) {
+  const { run, log, cursor } = store.state;
   const panel = $("#stepper");
   panel.hidden = !run?.step;
   if (!run?.step) return;
-  const live = !final;
   const atEnd = cursor === log.length - 1;
-  renderStepper(panel, live && !atEnd ? liveState() : state, {
-    live, stepping: stepper.stepping, notice: stepper.notice, canSend: Boolean(connection?.open),
+  renderStepper(panel, live || state, {
+    live: Boolean(live), stepping: stepper.stepping, notice: stepper.notice, canSend: Boolean(connection?.open),
     behind: live && !atEnd && cursor >= 0 ? { seq: log[cursor].seq, total: log.length } : null,
     actions: stepper.actions,
   });
@@ -139,6 +147,7 @@ async function startRun(event) {
       showErrors(form, body.detail ?? `the server answered ${response.status}`);
       return;
     }
+    runButton.blur();          // Enter (release all, in step mode) must not press Run again
     openRun(body);
   } catch (err) {
     showErrors(form, `could not reach the server: ${err.message}`);

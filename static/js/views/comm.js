@@ -9,7 +9,7 @@
  */
 
 import { fill, h } from "paralab/dom.js";
-import { busFactor, formatRate, formatSeconds } from "paralab/cost-model.js";
+import { busFactor, formatRate, formatSeconds, predictSeconds } from "paralab/cost-model.js";
 import { formatBytes } from "paralab/replay.js";
 
 export const EXPECTED_METRIC = "block_comm_bytes_expected";
@@ -41,12 +41,17 @@ export function renderComm(container, state) {
       : total < expected.value && !state.final ? { cls: "pending", text: `${formatBytes(expected.value - total)} still to come` }
         : { cls: "fail", text: `✗ differs by ${formatBytes(Math.abs(total - expected.value))}` };
   const th = (text, cls, title) => h("th", { scope: "col", class: cls, title }, text);
+  const alpha = state.metrics.get("alpha")?.value;
+  const beta = state.metrics.get("beta")?.value;
+  const model = typeof alpha === "number" && typeof beta === "number";   // fitted by a sweep: predict each call too
+  const labels = rows.some((r) => r.begin.label);                          // no labels: no "what for" column
   fill(container,
     h("div", { class: "comm-scroll" },
       h("table", { class: "comm-table" },
         h("caption", {}, "What rank 0 put into each call (nccl-tests' size convention), how long the call took, and its bandwidths"),
-        h("thead", {}, h("tr", {}, th("#"), th("call"), th("what for"), th("bytes", "num"),
+        h("thead", {}, h("tr", {}, th("#"), th("call"), labels ? th("what for") : null, th("bytes", "num"),
           th("time", "num", "the shortest time among the members: the last to arrive waits for no one"),
+          model ? th("α–β", "num", "the α–β model's prediction for this call") : null,
           th("algbw", "num", "algorithm bandwidth = bytes / time"),
           th("busbw", "num", "bus bandwidth = algbw × factor (nccl-tests), comparable with the link's speed"),
           th("factor", "num", "busbw / algbw"))),
@@ -57,16 +62,17 @@ export function renderComm(container, state) {
           return h("tr", { class: state.event?.seq === e.seq || (end && state.event?.seq === end.seq) ? "current" : null },
             h("td", {}, row.kind === "p2p" ? `→ rank ${e.peer}` : `${e.group} #${e.cseq}`),
             h("td", {}, h("span", { class: `op-badge op-${e.op}` }, e.op.replace(/_/g, "-"))),
-            h("td", { class: "comm-label" }, e.label || ""),
+            labels ? h("td", { class: "comm-label" }, e.label || "") : null,
             h("td", { class: "num" }, formatBytes(e.bytes || 0),
               h("span", { class: "bar", style: { width: `${(100 * (e.bytes || 0)) / largest}%` }, "aria-hidden": "true" })),
             h("td", { class: "num time" }, end ? formatSeconds(end.duration) : h("span", { class: "pending" }, "…")),
+            model ? h("td", { class: "num predicted" }, formatSeconds(predictSeconds(row.kind === "p2p" ? "send" : e.op, e.ranks?.length || n, e.bytes || 0, alpha, beta))) : null,
             h("td", { class: "num" }, end ? formatRate(end.algbw) : ""),
             h("td", { class: "num" }, end ? formatRate(end.busbw) : ""),
             h("td", { class: "num factor" }, factor.text === "1" ? "1" : `${factor.text} = ${Number(factor.value.toFixed(3))}`));
         })),
-        h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: 3 }, "measured total"),
-          h("td", { class: "num comm-total" }, formatBytes(total)), h("td", { colspan: 4 }))))),
+        h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: labels ? 3 : 2 }, "measured total"),
+          h("td", { class: "num comm-total" }, formatBytes(total)), h("td", { colspan: model ? 5 : 4 }))))),
     expected
       ? h("div", { class: ["comm-expected", verdict.cls] },
           h("p", {}, h("span", { class: "label" }, "expected by the lesson: "),

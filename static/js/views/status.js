@@ -16,7 +16,7 @@ export function liveStatus(log) {
   return null;
 }
 
-export function renderRunPill(pill, { run, log, connection }) {
+export function renderRunPill(pill, { run, log, connection, note = null }) {
   const last = liveStatus(log);
   const status = last ? last.status : run ? "queued" : "none";
   const busy = status === "queued" || status === "running";
@@ -28,6 +28,7 @@ export function renderRunPill(pill, { run, log, connection }) {
     h("span", { class: "run-word" }, status === "none" ? "No run yet" : `Run ${WORDS[status] || status}`),
     detail,
     run ? h("span", { class: "run-id", title: `run ${run.id}` }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
+    note ? h("span", { class: "run-note" }, note) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);
 }
 
