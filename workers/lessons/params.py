@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationInfo
+from pydantic import BaseModel, ConfigDict, ValidationInfo
+
+
+class LessonParams(BaseModel):
+    """Base of every lesson's parameters: defaults are checked too (a default FFN may not divide
+    the chosen number of ranks), and unknown parameters are refused rather than ignored."""
+
+    model_config = ConfigDict(validate_default=True, extra="forbid")
 
 
 def world_size(info: ValidationInfo) -> int:

@@ -2,12 +2,13 @@
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from workers.lessons import Lesson
+from workers.lessons.params import LessonParams
 
 
-class CrashParams(BaseModel):
+class CrashParams(LessonParams):
     how: Literal["raise", "exit", "segfault", "hang", "none"] = "raise"
     rank: int = Field(1, ge=0, description="the rank that fails")
 

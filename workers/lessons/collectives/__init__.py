@@ -1,16 +1,16 @@
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import world_size
+from workers.lessons.params import LessonParams, world_size
 
 OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
        "scatter", "gather", "send_recv", "barrier")
 SPLIT_OPS = ("reduce_scatter", "all_to_all", "scatter")   # their tensor is cut into one chunk per rank
 
 
-class CollectivesParams(BaseModel):
+class CollectivesParams(LessonParams):
     op: Literal[OPS] = Field("all_reduce", description="the collective to run")
     reduce_op: Literal["sum", "avg", "max"] = Field("sum", description="how reduce and all_reduce combine")
     root: int = Field(0, ge=0, description="the root rank of broadcast, reduce, scatter and gather")

@@ -1,11 +1,12 @@
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from workers.lessons import Lesson
+from workers.lessons.params import LessonParams
 
 
-class DeadlockParams(BaseModel):
+class DeadlockParams(LessonParams):
     bug: Literal["skip_collective", "op_mismatch", "shape_mismatch", "unmatched_send"] = Field(
         "skip_collective", description="the bug to run")
     timeout_s: float = Field(10.0, ge=1, le=120, description="seconds without progress before the run is called hung")

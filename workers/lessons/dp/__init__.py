@@ -1,9 +1,10 @@
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from workers.lessons import Lesson
+from workers.lessons.params import LessonParams
 
 
-class DpParams(BaseModel):
+class DpParams(LessonParams):
     bucketed: bool = Field(False, description="bucketed all-reduce launched during backward, instead of one after it")
     bucket_size: int = Field(600, ge=1, le=1_000_000, description="elements per bucket (bucketed only)")
     layers: int = Field(4, ge=1, le=16, description="layers in the model")

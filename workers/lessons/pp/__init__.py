@@ -1,10 +1,10 @@
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import world_size
+from workers.lessons.params import LessonParams, world_size
 
 
-class PpParams(BaseModel):
+class PpParams(LessonParams):
     schedule: str = Field("1f1b", description=(
         "gpipe or 1f1b: paralab's own engine; or a schedule torch ships (GPipe, 1F1B, Interleaved1F1B, …)"))
     microbatches: int = Field(8, ge=1, le=32, description="m, microbatches per step")

@@ -1,12 +1,12 @@
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import world_size
+from workers.lessons.params import LessonParams, world_size
 
 
-class RingAllreduceParams(BaseModel):
+class RingAllreduceParams(LessonParams):
     algorithm: Literal["both", "ring", "recursive_doubling"] = Field(
         "both", description="ring, recursive doubling, or both one after the other (doubling needs 2ᵏ ranks)")
     size: int | None = Field(None, ge=1, le=4096, description="elements per rank (default: two per rank)")

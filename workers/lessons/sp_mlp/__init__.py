@@ -1,12 +1,12 @@
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import divisible_by_ranks
+from workers.lessons.params import LessonParams, divisible_by_ranks
 
 
-class SpMlpParams(BaseModel):
+class SpMlpParams(LessonParams):
     seq_len: int = Field(8, ge=1, le=256, description="S, tokens in the sequence (split across ranks)")
     hidden: int = Field(16, ge=1, le=256, description="H, the model width")
     ffn: int = Field(64, ge=1, le=1024, description="FFN, the MLP's inner width (split across ranks)")

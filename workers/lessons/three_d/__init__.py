@@ -1,12 +1,12 @@
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import world_size
+from workers.lessons.params import LessonParams, world_size
 
 
-class ThreeDParams(BaseModel):
+class ThreeDParams(LessonParams):
     tp: int = Field(2, ge=1, le=8, description="tensor-parallel degree (inside each stage)")
     pp: int = Field(2, ge=1, le=8, description="pipeline stages")
     dp: int = Field(2, ge=1, le=8, description="data-parallel replicas")

@@ -1,10 +1,10 @@
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import world_size
+from workers.lessons.params import LessonParams, world_size
 
 
-class TpAttentionParams(BaseModel):
+class TpAttentionParams(LessonParams):
     heads: int = Field(8, ge=1, le=64, description="query heads (split across the ranks)")
     kv_heads: int = Field(2, ge=1, le=64, description="key/value heads (GQA when fewer than heads)")
     head_dim: int = Field(4, ge=1, le=64, description="width of each head")

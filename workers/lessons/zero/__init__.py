@@ -1,11 +1,12 @@
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from workers.lessons import Lesson
+from workers.lessons.params import LessonParams
 
 
-class ZeroParams(BaseModel):
+class ZeroParams(LessonParams):
     stage: Literal[1, 2, 3] = Field(1, description="1: optimizer state sharded; 2: + gradients; 3: + parameters")
     layers: int = Field(4, ge=1, le=16, description="layers in the model")
     hidden: int = Field(16, ge=1, le=256, description="width of each layer")
