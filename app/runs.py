@@ -80,6 +80,7 @@ class RunManager:
         self.hub = hub
         self.launcher = launcher or Launcher()
         self.runs: dict[str, Run] = {}
+        self.listeners: list = []    # callables (run, event) told of every event, e.g. the rooms
         self._recordings: dict[str, Recording] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._slots = asyncio.Semaphore(settings.MAX_CONCURRENT_RUNS)
@@ -200,6 +201,8 @@ class RunManager:
         run.events.append(event)
         self._recording(run.id).append(json.dumps(event, separators=(",", ":")) + "\n")
         self.hub.publish(run.id, event)
+        for listener in self.listeners:
+            listener(run, event)
         run.last_event_at = time.monotonic()
         if event["kind"] == "gate":
             if event.get("phase") == "waiting":

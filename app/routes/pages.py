@@ -26,6 +26,16 @@ def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
     return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
 
 
+@router.get("/rooms/{code}", response_class=HTMLResponse, name="room_page")
+def room_page(request: Request, code: str):
+    """A lecture room: followers watch the presenter's run; the presenter (with the secret) drives."""
+    room = request.app.state.rooms.get(code)
+    if room is None:
+        raise HTTPException(404, detail=f"no room {code!r}: unknown or expired code")
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, "room.html", {"code": room.code, "lessons": list(LESSONS.values())})
+
+
 @router.get("/healthz")
 def healthz(request: Request, settings: SettingsDep):
     """Liveness, the backend and the GPUs the launcher sees."""

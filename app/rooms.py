@@ -1,0 +1,172 @@
+"""Lecture rooms: a presenter drives, a hall follows.
+
+A room has a short code (typed from the projector) and a presenter secret. It holds what followers
+must see: the current run, the presenter's cursor in its event log (`seq`), and a small `view`
+(panel, theme, …). Everything a follower receives goes through the hub's topic `room:<code>`, one
+bounded queue per follower: a follower too far behind is resynchronised, never waited for.
+Rooms are saved under DATA_DIR/rooms/ and survive a restart.
+
+Messages to followers (JSON text): {"type": "state", …the room…}, {"type": "event", "run", "event"}
+for each event of the room's current run, {"type": "followers", "count"}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from app.hub import Hub
+from app.runs import Run, RunManager
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I: easy to read off a projector
+CODE_LENGTH = 8                                       # 32⁸ ≈ 10¹² codes
+MAX_VIEW_BYTES = 2048
+
+
+def normalise_code(code: str) -> str:
+    return re.sub(r"[\s-]", "", code).upper()
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass
+class Room:
+    code: str
+    secret_digest: str
+    created_at: float = field(default_factory=time.time)
+    active_at: float = field(default_factory=time.time)
+    run: str | None = None
+    cursor: int = 0                 # the presenter's position (seq) in the run's event log
+    view: dict = field(default_factory=dict)
+
+    def public(self, followers: int) -> dict:
+        return {"type": "state", "code": self.code, "run": self.run, "cursor": self.cursor,
+                "view": self.view, "followers": followers}
+
+
+class RoomError(Exception):
+    """A refused request: the room is left as it was."""
+
+
+class RoomManager:
+    def __init__(self, data_dir: Path, hub: Hub, runs: RunManager, ttl_s: float):
+        self.dir = data_dir / "rooms"
+        self.hub, self.runs, self.ttl_s = hub, runs, ttl_s
+        self.rooms: dict[str, Room] = {}
+        self._by_run: dict[str, set[str]] = {}
+        self._counts: dict[str, int] = {}
+        self.presenters: dict[str, int] = {}            # presenter sockets per room (not followers)
+        self._task: asyncio.Task | None = None
+        runs.listeners.append(self._on_run_event)
+
+    async def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for path in self.dir.glob("*.json"):
+            room = Room(**json.loads(path.read_text()))
+            self.rooms[room.code] = room
+            if room.run:
+                self._by_run.setdefault(room.run, set()).add(room.code)
+        self._task = asyncio.create_task(self._count_followers())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+
+    # ---- rooms ---------------------------------------------------------------------------
+    def create(self) -> tuple[Room, str]:
+        secret = secrets.token_urlsafe(24)
+        while (code := "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))) in self.rooms:
+            pass
+        room = Room(code=code, secret_digest=_digest(secret))
+        self.rooms[code] = room
+        self._save(room)
+        return room, secret
+
+    def get(self, code: str) -> Room | None:
+        room = self.rooms.get(normalise_code(code))
+        if room is None or time.time() - room.active_at > self.ttl_s:
+            return None
+        return room
+
+    def is_presenter(self, room: Room, secret: str | None) -> bool:
+        return secret is not None and hmac.compare_digest(_digest(secret), room.secret_digest)
+
+    def topic(self, room: Room) -> str:
+        return f"room:{room.code}"
+
+    def followers(self, room: Room) -> int:
+        return self.hub.count(self.topic(room)) - self.presenters.get(room.code, 0)
+
+    def state(self, room: Room) -> dict:
+        return room.public(self.followers(room))
+
+    def backlog(self, room: Room, since: int = 0) -> list[dict]:
+        """The current run's events after `since`, as follower messages."""
+        run = self.runs.get(room.run) if room.run else None
+        if run is None:
+            return []
+        return [{"type": "event", "run": run.id, "event": e} for e in self.runs.events_since(run, since)]
+
+    # ---- the presenter's controls ----------------------------------------------------------
+    def show_run(self, room: Room, run: Run) -> None:
+        if room.run:
+            self._by_run.get(room.run, set()).discard(room.code)
+        room.run, room.cursor = run.id, 0
+        self._by_run.setdefault(run.id, set()).add(room.code)
+        self._changed(room)
+
+    def seek(self, room: Room, seq) -> None:
+        if not isinstance(seq, int) or seq < 0:
+            raise RoomError("seek needs a non-negative integer seq")
+        run = self.runs.get(room.run) if room.run else None
+        room.cursor = min(seq, len(run.events)) if run else 0
+        self._changed(room)
+
+    def step(self, room: Room, by: int = 1) -> None:
+        self.seek(room, max(room.cursor + by, 0))
+
+    def set_view(self, room: Room, view) -> None:
+        if not isinstance(view, dict) or len(json.dumps(view)) > MAX_VIEW_BYTES:
+            raise RoomError(f"a view is a JSON object of at most {MAX_VIEW_BYTES} bytes")
+        room.view = view
+        self._changed(room)
+
+    def _changed(self, room: Room) -> None:
+        room.active_at = time.time()
+        self._save(room)
+        self.hub.publish(self.topic(room), json.dumps(self.state(room), separators=(",", ":")))
+
+    def _save(self, room: Room) -> None:
+        path = self.dir / f"{room.code}.json"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(room)))
+        tmp.replace(path)
+
+    # ---- fan-out -------------------------------------------------------------------------
+    def _on_run_event(self, run: Run, event: dict) -> None:
+        codes = self._by_run.get(run.id)
+        if not codes:
+            return
+        message = json.dumps({"type": "event", "run": run.id, "event": event}, separators=(",", ":"))
+        for code in codes:                                  # encoded once, queued for every follower
+            self.hub.publish(f"room:{code}", message)
+
+    async def _count_followers(self) -> None:
+        """Tell each room its follower count when it changes, at most once a second."""
+        while True:
+            await asyncio.sleep(1)
+            for room in list(self.rooms.values()):
+                count = self.followers(room)
+                if self._counts.get(room.code, 0) != count:
+                    self._counts[room.code] = count
+                    self.hub.publish(self.topic(room), json.dumps({"type": "followers", "count": count}))
