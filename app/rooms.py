@@ -123,6 +123,9 @@ class RoomManager:
         room.run, room.cursor = run.id, 0
         self._by_run.setdefault(run.id, set()).add(room.code)
         self._changed(room)
+        for event in run.events:                             # recorded before the room knew the run
+            self.hub.publish(self.topic(room), json.dumps({"type": "event", "run": run.id, "event": event},
+                                                          separators=(",", ":")))
 
     def seek(self, room: Room, seq) -> None:
         if not isinstance(seq, int) or seq < 0:
