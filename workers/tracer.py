@@ -276,6 +276,9 @@ class Tracer:
                 event["reduce_op"] = _reduce_op_name(call["op"])
         else:
             event["peer"] = call.get(spec.peer)
+            group_peer = call.get(f"group_{spec.peer}")   # group_dst / group_src: the peer by its rank
+            if event["peer"] is None and group_peer is not None:   # in `group` (torch's pipelining)
+                event["peer"] = dist.get_global_rank(self._resolve(group), group_peer)
             event["tag"] = call.get("tag", 0)
         if spec.root:
             event["root"] = call.get(spec.root)
