@@ -310,13 +310,16 @@ class RunManager:
             rank = message.get("rank")
             if rank is None:
                 targets = sorted(run.waiting)
-            elif not isinstance(rank, int) or rank not in run.waiting:
+            elif isinstance(rank, bool) or not isinstance(rank, int) or rank not in run.waiting:
                 return f"rank {rank} is not waiting at a gate"
             else:
                 targets = [rank]
+            for released in targets:          # released now: a second "step" must not release it again
+                run.waiting.pop(released, None)
             self._tell(run, targets, {"release": True})
         elif op in ("continue", "pause"):
             self._tell(run, sorted(run.writers), {"stepping": op == "pause"})
+            self.record(run, {"kind": "run", "status": "running", "stepping": op == "pause"})
         else:
             return f"unknown control op {op!r}"
         return None
