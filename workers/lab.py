@@ -24,10 +24,14 @@ class Lab:
         self._groups: dict[str, object] = {}
 
     def group(self, name: str, ranks: list[int] | None = None):
-        """The process group called `name`; with `ranks` left out, every rank of the run."""
+        """The process group called `name`; with `ranks` left out, every rank of the run. Each name is
+        a group of its own: a second name for every rank (three_d's tp, pp and dp on one rank) gets a
+        new group, so the calls on the first keep their name."""
         if name not in self._groups:
-            everyone = ranks is None or sorted(ranks) == list(range(self.world_size))
-            pg = dist.group.WORLD if everyone else dist.new_group(sorted(ranks))
+            members = list(range(self.world_size)) if ranks is None else sorted(ranks)
+            world_named = any(pg is dist.group.WORLD for pg in self._groups.values())
+            everyone = members == list(range(self.world_size)) and not world_named
+            pg = dist.group.WORLD if everyone else dist.new_group(members)
             self._tracer.name_group(pg, name)
             self._groups[name] = pg
         return self._groups[name]
@@ -75,16 +79,22 @@ class Lab:
         (float32 sums taken in another order differ by rounding, in proportion to the values'
         scale); a `check` event says what was compared and how far off it is."""
         actual, expected = actual.detach(), expected.detach().to(actual.device)
+        differences = []
         if actual.shape != expected.shape:
             err, passed = float("inf"), False
             detail = f"{detail} (shape {list(actual.shape)} vs reference {list(expected.shape)})"
         else:
-            err = float((actual.float() - expected.float()).abs().max()) if actual.numel() else 0.0
+            diff = (actual.float() - expected.float()).abs()
+            err = float(diff.max()) if actual.numel() else 0.0
             scale = float(expected.float().abs().max()) if expected.numel() else 0.0
             passed = err <= atol + rtol * scale
+            if not passed:
+                differences = _worst(diff, actual, expected)
         event = {"kind": "check", "rank": self.rank, "t": self._tracer.clock(), "name": name,
                  "passed": passed, "max_abs_err": err if math.isfinite(err) else str(err),
                  "atol": atol, "rtol": rtol, "detail": detail}
+        if differences:
+            event["differences"] = differences
         event["tensors"] = self._tracer.previews(
             [actual, expected], [f"{name} (this rank)", f"{name} (reference)"], event)
         self._tracer.emit(event)
@@ -102,3 +112,13 @@ class Lab:
         if formula:
             event["formula"] = formula
         self._tracer.emit(event)
+
+
+def _worst(diff: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor, count: int = 5) -> list[dict]:
+    """The elements furthest from the reference: index, this rank's value, the reference's."""
+    flat = diff.flatten().nan_to_num(float("inf"))
+    rows = []
+    for i in flat.topk(min(count, flat.numel())).indices.tolist():
+        index = [int(k) for k in torch.unravel_index(torch.tensor(i), actual.shape)] if actual.dim() else []
+        rows.append({"index": index, "got": float(actual.flatten()[i]), "expected": float(expected.flatten()[i])})
+    return rows
