@@ -5,6 +5,14 @@
 
 import { FINAL_STATUSES } from "paralab/store.js";
 
+/**
+ * The key of one collective call: its group and per-group sequence number, and the members — several
+ * groups may share a teaching name (every 3D-parallel rank calls its own tensor-parallel group "tp").
+ */
+export function collectiveKey(e) {
+  return e.ranks && e.ranks.length ? `${e.group}[${e.ranks.join(",")}]#${e.cseq}` : `${e.group}#${e.cseq}`;
+}
+
 /** "workers/lessons/tp_mlp/program.py:44" → {path, line}. */
 export function parseSite(site) {
   if (!site) return null;
@@ -37,6 +45,9 @@ export function stateAt(log, cursor, worldSize = 0) {
     checks: new Map(),        // check name → {detail, atol, rows: Map rank → event}
     metrics: new Map(),       // metric name → event
     series: new Map(),        // metric name → [event, …] (rank 0's, in order): e.g. the cost sweep
+    rankMetrics: new Map(),   // metric name → Map rank → [event, …] in order (every rank's)
+    schedule: null,           // a pipeline run's ideal grid (rank 0's `schedule` event)
+    topology: null,           // a 3D-parallel run's process-group grid (rank 0's `topology` event)
     p2p: [],                  // every send/recv span: {rank, op, peer, tag, label, begin, end}
     gated: false,             // some rank has stopped at a step-mode gate
     site: null,               // {path, line, rank, seq}: where the code is at the cursor
@@ -81,6 +92,15 @@ export function stateAt(log, cursor, worldSize = 0) {
           if (!state.series.has(e.name)) state.series.set(e.name, []);
           state.series.get(e.name).push(e);
         }
+        if (!state.rankMetrics.has(e.name)) state.rankMetrics.set(e.name, new Map());
+        if (!state.rankMetrics.get(e.name).has(e.rank)) state.rankMetrics.get(e.name).set(e.rank, []);
+        state.rankMetrics.get(e.name).get(e.rank).push(e);
+        break;
+      case "schedule":
+        state.schedule = e;
+        break;
+      case "topology":
+        state.topology = e;
         break;
       case "gate":
         state.gated = true;
@@ -120,7 +140,7 @@ function hangSite(error) {
 
 function span(state, rs, e) {
   if (e.phase === "begin") {
-    const open = { kind: e.kind, name: e.name, op: e.op, label: e.label, group: e.group, cseq: e.cseq,
+    const open = { kind: e.kind, name: e.name, op: e.op, label: e.label, group: e.group, cseq: e.cseq, ranks: e.ranks,
                    peer: e.peer, tag: e.tag, rank: e.rank, t0: e.t, t1: null, seq: e.seq, begin: e, end: null };
     rs.open.push(open);
     rs.spans.push(open);
@@ -143,7 +163,7 @@ function span(state, rs, e) {
     }
   }
   if (e.kind !== "collective") return;
-  const key = `${e.group}#${e.cseq}`;
+  const key = collectiveKey(e);
   let c = state.collectives.get(key);
   if (!c) {
     c = { key, op: e.op, group: e.group, cseq: e.cseq, ranks: e.ranks || [], label: e.label, site: e.site,
@@ -185,7 +205,7 @@ export function activity(rs, state) {
   const outer = rs.open.length > 1 ? `${rs.open[0].name || rs.open[0].op} › ` : "";
   if (open && open.kind === "compute") return { kind: "compute", text: `${outer}computing ${open.name}` };
   if (open && open.kind === "collective") {
-    const c = state.collectives.get(`${open.group}#${open.cseq}`);
+    const c = state.collectives.get(collectiveKey(open));
     const missing = c ? c.ranks.filter((r) => !c.begins.has(r)) : [];
     const waiting = missing.length ? ` — waiting for rank${missing.length > 1 ? "s" : ""} ${missing.join(", ")}` : "";
     return { kind: "collective", text: `${outer}${open.op} (${open.group} #${open.cseq})${waiting}`,

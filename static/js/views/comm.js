@@ -10,14 +10,14 @@
 
 import { fill, h } from "paralab/dom.js";
 import { busFactor, formatRate, formatSeconds, predictSeconds } from "paralab/cost-model.js";
-import { formatBytes } from "paralab/replay.js";
+import { collectiveKey, formatBytes } from "paralab/replay.js";
 
 export const EXPECTED_METRIC = "block_comm_bytes_expected";
 
 /** The end event that times a call: the member that waited least. */
 function timing(row, state) {
   if (row.kind === "p2p") return row.span?.end || null;
-  const c = state.collectives.get(`${row.begin.group}#${row.begin.cseq}`);
+  const c = state.collectives.get(collectiveKey(row.begin));
   const ends = c ? [...c.ends.values()].filter((e) => typeof e.duration === "number") : [];
   if (!ends.length) return null;
   return ends.reduce((best, e) => (e.duration < best.duration ? e : best));

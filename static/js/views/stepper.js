@@ -10,7 +10,7 @@
 
 import { changed, fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { callName, parseSite } from "paralab/replay.js";
+import { callName, collectiveKey, parseSite } from "paralab/replay.js";
 
 function plural(list, word = "rank") {
   return `${word}${list.length === 1 ? "" : "s"} ${list.join(", ")}`;
@@ -36,7 +36,7 @@ export function rankStep(rs, state) {
   const calls = rs.open.filter((o) => o.kind !== "compute");
   const open = calls[calls.length - 1];
   if (open && open.kind === "collective") {
-    const c = state.collectives.get(`${open.group}#${open.cseq}`);
+    const c = state.collectives.get(collectiveKey(open));
     const missing = c ? c.ranks.filter((r) => !c.begins.has(r)) : [];
     const site = where(open.begin?.site);
     if (missing.length) {
