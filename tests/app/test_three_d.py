@@ -1,0 +1,219 @@
+"""Lesson `three_d` on the live server: TP × PP × DP factorisations of 8, 4 and 1 ranks train one step
+whose loss and every gradient shard equal one process's; the topology the page draws puts rank
+dp·(pp·tp) + stage·tp + tp_rank where it belongs, and every traced call runs in the group the rank
+belongs to (TP's f and g in `tp`, the pipeline's send/recv in `pp`, the gradient sync in `dp`); the
+two misplaced DP syncs cost m times the traffic, or the right gradients; impossible grids are refused."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from tests.app.helpers import FINAL, events, run_count
+
+HIDDEN, FFN = 8, 16                                                # the lesson's defaults
+
+# (tp, pp, dp, microbatches)
+GRIDS = [
+    (2, 2, 2, 4), (1, 2, 4, 4), (4, 2, 1, 4), (2, 4, 1, 4), (1, 8, 1, 8),
+    (2, 2, 1, 4), (2, 1, 2, 4), (1, 1, 4, 4), (4, 1, 1, 2), (1, 4, 1, 4),
+    (1, 1, 1, 2),
+]
+MISTAKES = ("sync_every_microbatch", "sync_before_last_backward")
+
+
+def key(grid, mistake="none") -> str:
+    tp, pp, dp, m = grid
+    return f"{tp}x{pp}x{dp}-m{m}" + ("" if mistake == "none" else f"-{mistake}")
+
+
+def params_of(grid, mistake="none") -> dict:
+    tp, pp, dp, m = grid
+    return {"tp": tp, "pp": pp, "dp": dp, "microbatches": m, "mistake": mistake}
+
+
+SPECS = {key(grid): (grid, "none") for grid in GRIDS}
+SPECS.update({key(GRIDS[0], mistake): (GRIDS[0], mistake) for mistake in MISTAKES})
+
+
+def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 120) -> list[dict]:
+    """Start the runs a few at a time (the server runs two at once), wait for every one."""
+    results: list[dict | None] = [None] * len(specs)
+    pending, running = list(enumerate(specs)), {}
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        while pending or running:
+            assert time.monotonic() < deadline, f"runs did not finish: {[specs[i] for i in running]}"
+            while pending and len(running) < in_flight:
+                i, (lesson, world, params) = pending.pop(0)
+                response = client.post("/api/runs", json={"lesson": lesson, "world_size": world, "params": params})
+                assert response.status_code == 201, response.text
+                running[i] = response.json()["id"]
+            for i, run_id in list(running.items()):
+                run = client.get(f"/api/runs/{run_id}").json()
+                if run["status"] in FINAL:
+                    results[i] = {"run": run, "events": events(server, run_id)}
+                    del running[i]
+            time.sleep(0.02)
+    return results
+
+
+@pytest.fixture(scope="module")
+def finished(server) -> dict[str, dict]:
+    specs = [("three_d", grid[0] * grid[1] * grid[2], params_of(grid, mistake)) for grid, mistake in SPECS.values()]
+    return dict(zip(SPECS, run_all(server, specs)))
+
+
+def of_rank(got: list[dict], rank: int, kind: str, **match) -> list[dict]:
+    return [e for e in got if e["rank"] == rank and e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+def rank_of(d: int, s: int, t: int, tp: int, pp: int) -> int:
+    return d * (pp * tp) + s * tp + t
+
+
+def expected_groups(tp: int, pp: int, dp: int) -> dict[str, list[list[int]]]:
+    """Each kind's groups: the ranks that differ only in that coordinate."""
+    return {
+        "tp": [[rank_of(d, s, t, tp, pp) for t in range(tp)] for d in range(dp) for s in range(pp)],
+        "pp": [[rank_of(d, s, t, tp, pp) for s in range(pp)] for d in range(dp) for t in range(tp)],
+        "dp": [[rank_of(d, s, t, tp, pp) for d in range(dp)] for s in range(pp) for t in range(tp)],
+    }
+
+
+def membership(tp: int, pp: int, dp: int) -> dict[str, dict[int, list[int]]]:
+    """kind → rank → the members of the rank's group of that kind."""
+    return {kind: {r: members for members in groups for r in members}
+            for kind, groups in expected_groups(tp, pp, dp).items()}
+
+
+@pytest.mark.parametrize("name", list(SPECS)[:len(GRIDS)])
+def test_loss_and_every_gradient_shard_equal_one_process(finished, name):
+    (tp, pp, dp, m), _ = SPECS[name]
+    run = finished[name]["run"]
+    assert run["status"] == "done", run["error"]
+    want = []
+    for r in range(tp * pp * dp):
+        s = r // tp % pp
+        want += [(r, f"stage {s} W1 shard gradient"), (r, f"stage {s} W2 shard gradient")]
+        if s == pp - 1:
+            want.append((r, "loss"))                              # the last stage knows the loss
+    assert sorted((c["rank"], c["name"]) for c in run["checks"]) == sorted(want)
+    assert all(c["passed"] for c in run["checks"]), [c for c in run["checks"] if not c["passed"]]
+
+
+@pytest.mark.parametrize("name", list(SPECS)[:len(GRIDS)])
+def test_the_topology_places_each_rank_on_the_grid(finished, name):
+    (tp, pp, dp, m), _ = SPECS[name]
+    got = finished[name]["events"]
+    [topology] = [e for e in got if e["kind"] == "topology"]
+    assert topology["rank"] == 0
+    assert (topology["tp"], topology["pp"], topology["dp"]) == (tp, pp, dp)
+    want = expected_groups(tp, pp, dp)
+    assert {k: sorted(v) for k, v in topology["groups"].items()} == {k: sorted(v) for k, v in want.items()}
+    # every rank is in exactly one group of each kind
+    for kind, groups in topology["groups"].items():
+        assert sorted(r for members in groups for r in members) == list(range(tp * pp * dp)), kind
+    assert topology["coordinates"] == [[d, s, t] for d in range(dp) for s in range(pp) for t in range(tp)]
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_every_call_runs_in_the_rank_s_own_group(finished, name):
+    (tp, pp, dp, m), mistake = SPECS[name]
+    got = finished[name]["events"]
+    member = membership(tp, pp, dp)
+    for rank in range(tp * pp * dp):
+        s = rank // tp % pp
+        calls = of_rank(got, rank, "collective") + of_rank(got, rank, "p2p")
+        assert calls
+        for event in calls:
+            label = event["label"]
+            kind = ("tp" if label.startswith(("f backward", "g forward")) else
+                    "pp" if label.startswith(("send ", "recv ")) else
+                    "dp" if "average" in label else None)
+            assert kind is not None, label
+            assert (event["group"], event["ranks"]) == (kind, member[kind][rank]), (rank, label)
+            assert event["kind"] == ("p2p" if kind == "pp" else "collective"), label
+            if kind == "pp":
+                downstream = (" activation" in label) == (event["op"] == "send")   # towards the last stage
+                assert event["peer"] == rank + (tp if downstream else -tp)
+                assert event["peer"] in member["pp"][rank]
+        # how many: g every forward, f every backward but the first stage's (its input needs no gradient),
+        # an activation and a gradient for each microbatch over each link between stages
+        begins = [e for e in calls if e["phase"] == "begin"]
+        labels = [e["label"].split(" of microbatch")[0].split(":")[0] for e in begins]
+        assert labels.count("g forward") == m
+        assert labels.count("f backward") == (m if s > 0 else 0)
+        assert labels.count("send activation") == labels.count("recv gradient") == (m if s < pp - 1 else 0)
+        assert labels.count("recv activation") == labels.count("send gradient") == (m if s > 0 else 0)
+        assert len([e for e in calls if e["phase"] == "end"]) == len(begins)   # every call ended
+        if mistake == "none":
+            syncs = [e for e in begins if e["label"].startswith("after the last backward")]
+            assert [e["bytes"] for e in syncs] == [4 * FFN // tp * HIDDEN] * 2          # W1 and W2 shards, once
+            last_backward = max(e["t"] for e in of_rank(got, rank, "compute", name="B", phase="end"))
+            assert all(e["t"] >= last_backward for e in syncs)
+
+
+def dp_traffic(result: dict, rank: int) -> tuple[int, int]:
+    """(the dp_sync_bytes metric, the bytes of the rank's gradient all-reduces in the dp group)."""
+    [metric] = [m for m in result["run"]["metrics"] if m["rank"] == rank and m["name"] == "dp_sync_bytes"]
+    traced = sum(e["bytes"] for e in of_rank(result["events"], rank, "collective", phase="begin", group="dp")
+                 if "replicas' losses" not in e["label"])
+    return metric["value"], traced
+
+
+def test_syncing_every_microbatch_gives_the_right_gradients_at_m_times_the_traffic(finished):
+    grid = GRIDS[0]
+    tp, pp, dp, m = grid
+    right, wrong = finished[key(grid)], finished[key(grid, "sync_every_microbatch")]
+    assert wrong["run"]["status"] == "done", wrong["run"]["error"]
+    assert wrong["run"]["checks"] and all(c["passed"] for c in wrong["run"]["checks"])
+    for rank in range(tp * pp * dp):
+        metric, traced = dp_traffic(right, rank)
+        shards = 2 * 4 * FFN // tp * HIDDEN                          # W1 and W2 shards, float32
+        assert metric == traced == shards
+        wrong_metric, wrong_traced = dp_traffic(wrong, rank)
+        assert wrong_metric == wrong_traced == m * shards
+        [shown] = [x for x in wrong["run"]["metrics"] if x["rank"] == rank and x["name"] == "dp_sync_bytes"]
+        assert shown["expected"] == shards                           # the page sets it beside the right figure
+
+
+def test_syncing_before_the_last_backward_gives_wrong_gradients(finished):
+    grid = GRIDS[0]
+    tp, pp, dp, m = grid
+    result = finished[key(grid, "sync_before_last_backward")]
+    run, got = result["run"], result["events"]
+    assert run["status"] == "done", run["error"]
+    gradients = [c for c in run["checks"] if c["name"] != "loss"]
+    losses = [c for c in run["checks"] if c["name"] == "loss"]
+    assert len(gradients) == 2 * tp * pp * dp and len(losses) == tp * dp
+    assert not any(c["passed"] for c in gradients), [c for c in gradients if c["passed"]]
+    assert all(c["passed"] for c in losses)                          # the forward pass is not affected
+    for rank in range(tp * pp * dp):
+        syncs = [e for e in of_rank(got, rank, "collective", phase="begin", group="dp") if "too early" in e["label"]]
+        assert len(syncs) == 2
+        [last] = of_rank(got, rank, "compute", name="B", microbatch=m - 1, phase="begin")
+        assert all(e["t"] < last["t"] for e in syncs)
+
+
+def refused(server, world: int, params: dict) -> dict:
+    before = run_count(server)
+    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "three_d", "world_size": world, "params": params})
+    assert response.status_code == 422, response.text
+    assert run_count(server) == before                                   # nothing started
+    return {tuple(e["loc"]): e["msg"] for e in response.json()["detail"]}
+
+
+@pytest.mark.parametrize("world,params,field,words", [
+    (8, {"tp": 2, "pp": 2, "dp": 1}, "dp", ["2 × 2 × 1 = 4", "number of ranks (8)"]),
+    (4, {"tp": 2, "pp": 2, "dp": 2}, "dp", ["2 × 2 × 2 = 8", "number of ranks (4)"]),
+    (8, {"tp": 4, "pp": 2, "dp": 1, "ffn": 10}, "ffn", ["ffn=10", "divisible by tp=4"]),
+    (8, {"tp": 2, "pp": 4, "dp": 1, "microbatches": 3}, "microbatches", ["3 < pp=4"]),
+], ids=["product-4-of-8", "product-8-of-4", "ffn", "microbatches"])
+def test_impossible_grids_are_refused(server, world, params, field, words):
+    errors = refused(server, world, params)
+    assert list(errors) == [("body", "params", field)], errors
+    for word in words:
+        assert word in errors[("body", "params", field)]
