@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.deps import SettingsDep
+from app.rooms import normalise_code
 from workers.lessons import LESSONS
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -27,13 +28,21 @@ def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
 
 
 @router.get("/rooms/{code}", response_class=HTMLResponse, name="room_page")
-def room_page(request: Request, code: str):
-    """A lecture room: followers watch the presenter's run; the presenter (with the secret) drives."""
+def room_page(request: Request, code: str, settings: SettingsDep):
+    """A lecture room: followers watch the presenter's run; the presenter (with the secret) drives.
+    An unknown or expired code gets a page that says so (404); a code typed loosely (lower case,
+    dashes) is sent on to the room's own address."""
+    templates = request.app.state.templates
     room = request.app.state.rooms.get(code)
     if room is None:
-        raise HTTPException(404, detail=f"no room {code!r}: unknown or expired code")
-    templates = request.app.state.templates
-    return templates.TemplateResponse(request, "room.html", {"code": room.code, "lessons": list(LESSONS.values())})
+        return templates.TemplateResponse(request, "room-missing.html", {"code": normalise_code(code)[:24]},
+                                          status_code=404)
+    if code != room.code:
+        return RedirectResponse(request.url_for("room_page", code=room.code), status_code=307)
+    run = request.app.state.manager.get(room.run) if room.run else None
+    lesson = LESSONS.get(room.view.get("lesson")) or (LESSONS.get(run.lesson) if run else None) or next(iter(LESSONS.values()))
+    return templates.TemplateResponse(request, "room.html", {"code": room.code, "lessons": list(LESSONS.values()),
+                                                             "lesson": lesson, "max_ranks": settings.MAX_RANKS, "host": "room"})
 
 
 @router.get("/healthz")

@@ -5,9 +5,11 @@
 
 import { createStore } from "paralab/store.js";
 import { connectRun } from "paralab/connection.js";
+import { currentLang } from "paralab/i18n.js";
 import { stateAt } from "paralab/replay.js";
 import { bindHover } from "paralab/controls/hover.js";
 import { bindKeyboard } from "paralab/controls/keyboard.js";
+import { bindPanelTools, renderTables } from "paralab/controls/panel-tools.js";
 import { bindPlayer } from "paralab/controls/player.js";
 import { bindScrubber } from "paralab/controls/scrubber.js";
 import { createStepper } from "paralab/controls/stepper.js";
@@ -32,7 +34,7 @@ import { renderStepper } from "paralab/views/stepper.js";
 import { renderTensors } from "paralab/views/tensors.js";
 
 const page = document.querySelector("[data-lesson]");
-const lessonId = page.dataset.lesson;
+let lessonId = page.dataset.lesson;
 const maxRanks = Number(page.dataset.maxRanks);
 const $ = (selector) => document.querySelector(selector);
 const form = $("#run-form");
@@ -40,7 +42,21 @@ const runButton = form.querySelector('button[type="submit"]');
 const cancelButton = $("#cancel-run");
 const stepToggle = $("#step-mode");
 
-const store = createStore();
+export const store = createStore();
+
+/**
+ * Where the lesson and its runs come from: the server, for this page. A lecture room (room-page.js) and
+ * an exported recording (offline-page.js) render this page with `data-host` set, import this module and
+ * replace these before they call `useLesson`: runs then start and stream through the room's socket, or
+ * come from the file itself.
+ */
+export const host = {
+  name: page.dataset.host || null,
+  fetchLesson: async (id) => (await fetch(`/api/lessons/${encodeURIComponent(id)}?lang=${currentLang()}`)).json(),
+  start: null,                       // (body) → start a run elsewhere; null: POST /api/runs
+  connect: (run, handlers) => connectRun(run.id, { since: 0, ...handlers }),
+  writeUrl: !page.dataset.host,      // the address bar names the run and step (not in a room)
+};
 const writeUrl = urlWriter(250);
 let lesson = null;
 let connection = null;
@@ -56,7 +72,7 @@ const stepper = createStepper({ store, connection: () => connection, live: liveS
 
 // ---- drawing: at most once per frame, everything from the state at the cursor -------------------
 let frame = 0;
-function scheduleRender() {
+export function scheduleRender() {
   if (!frame) frame = requestAnimationFrame(render);
 }
 
@@ -81,13 +97,14 @@ function render() {
   renderComm($("#comm"), state);
   $("#cost-panel").hidden = !renderCost($("#cost"), state, ctx);
   renderFailure($("#failure"), state);
+  renderTables(state, ctx);
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
   document.body.classList.toggle("has-run", Boolean(run));
   document.body.classList.toggle("step-run", Boolean(run?.step));
   if (run) $("#recent-runs").hidden = true;
   const shown = run ? { worldSize: run.world_size, params: run.params } : readParamsForm(form);
-  writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
+  if (host.writeUrl) writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
              seq: cursor >= 0 ? log[cursor].seq : null });
 }
 
@@ -115,13 +132,12 @@ for (const name of ["run", "log", "cursor"]) store.on(name, scheduleRender);
 window.addEventListener("resize", () => scheduleRender());
 
 // ---- runs -------------------------------------------------------------------------------------------
-function openRun(run, { seq = null } = {}) {
+export function openRun(run, { seq = null } = {}) {
   connection?.close();
   setExpanded(form, false);
   stepper.reset();
   store.load(run, { seq });
-  connection = connectRun(run.id, {
-    since: 0,
+  connection = host.connect(run, {
     onEvent: (event) => store.append([event]),
     onNotice: (text) => stepper.say(text),
     onState: (state, detail) => {
@@ -136,6 +152,7 @@ async function startRun(event) {
   event.preventDefault();
   clearErrors(form);
   const { world_size, params } = readParamsForm(form);
+  if (host.start) return host.start({ lesson: lessonId, world_size, params, step: stepToggle.checked });
   runButton.disabled = true;
   try {
     const response = await fetch("/api/runs", {
@@ -183,19 +200,40 @@ bindHover($("#tooltip"));
 bindKeyboard(store);
 bindPlayer(store);
 bindScrubber($("#scrubber"), store);
+bindPanelTools(store, { exportRun: host.name !== "offline" });
 form.addEventListener("submit", startRun);
 bindParamsToggle(form);
 form.addEventListener("change", () => { if (!store.state.run) scheduleRender(); });
 
-async function main() {
-  const wanted = readLocation();
-  const response = await fetch(`/api/lessons/${encodeURIComponent(lessonId)}`);
-  lesson = await response.json();
-  buildParamsForm(form, lesson, { maxRanks, values: { world_size: wanted.worldSize, params: wanted.params } });
+/** Show lesson `id`: its form (from `values`), title, source and explanation. A room switches lessons so. */
+export async function useLesson(id, { values = {} } = {}) {
+  lesson = await host.fetchLesson(id);
+  lessonId = page.dataset.lesson = id;
+  buildParamsForm(form, lesson, { maxRanks, values });
   runButton.disabled = false;
   setExpanded(form, true);
+  $(".lesson-title").textContent = lesson.title;
+  $(".lesson-summary").textContent = lesson.summary;
   renderExplanation($("#explanation"), lesson.explanation);
-  window.paralab = { store, get connection() { return connection; } };   // for the console and the tests
+  scheduleRender();
+  return lesson;
+}
+
+export const currentLesson = () => lesson;
+
+// The explanation in the interface's language, where the lesson has one.
+document.addEventListener("paralab:lang", async () => {
+  if (!lesson) return;
+  const shown = lessonId;
+  const again = await host.fetchLesson(shown);
+  if (shown === lessonId) renderExplanation($("#explanation"), (lesson.explanation = again.explanation));
+});
+
+window.paralab = { store, get connection() { return connection; } };   // for the console and the tests
+
+async function main() {
+  const wanted = readLocation();
+  await useLesson(lessonId, { values: { world_size: wanted.worldSize, params: wanted.params } });
   if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq);
   else {
     fetch("/api/runs?limit=50").then((r) => (r.ok ? r.json() : [])).then((runs) => {
@@ -205,4 +243,4 @@ async function main() {
   scheduleRender();
 }
 
-main();
+if (!host.name) main();

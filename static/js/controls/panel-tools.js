@@ -1,0 +1,104 @@
+/**
+ * Tools on each picture's panel: "Table" (the state at the cursor as a table: always there for screen
+ * readers, shown on demand), "PNG" and "SVG" (save the picture for slides); and, beside the scrubber,
+ * "Export HTML": the whole run as one file that replays offline (GET /api/runs/{id}/export.html).
+ * A panel gets its tools when it has a heading and a picture container (`<div id>`) as children.
+ */
+
+import { changed, fill, h } from "paralab/dom.js";
+import { download, picturePng, pictureSvg } from "paralab/controls/picture-export.js";
+import { TABLES } from "paralab/views/tables.js";
+
+const SHOWN_KEY = "paralab:tables";
+
+function shownTables() {
+  try {
+    return new Set(JSON.parse(localStorage.getItem(SHOWN_KEY) || "[]"));
+  } catch {
+    return new Set();
+  }
+}
+
+function remember(id, shown) {
+  const set = shownTables();
+  if (shown) set.add(id);
+  else set.delete(id);
+  try {
+    localStorage.setItem(SHOWN_KEY, JSON.stringify([...set]));
+  } catch {
+    /* the toggle still works on this page */
+  }
+}
+
+function fileName(store, id, ext) {
+  const { run, log, cursor } = store.state;
+  const seq = cursor >= 0 ? log[cursor].seq : 0;
+  return ["paralab", run?.lesson, id, run ? `seq${seq}` : null].filter(Boolean).join("-") + `.${ext}`;
+}
+
+function panelTools(panel, picture, store, { exportable }) {
+  const id = picture.id;
+  const heading = panel.querySelector(":scope > h2");
+  const title = heading ? heading.childNodes[0]?.textContent.trim() || id : id;
+  const tools = h("div", { class: "panel-tools", role: "group", "aria-label": `${title}: tools` });
+  if (TABLES[id]) {
+    const shown = shownTables().has(id);
+    const box = h("div", { class: ["state-table", !shown && "visually-hidden"], id: `table-${id}`, "data-for": id });
+    picture.after(box);
+    const toggle = h("button", { type: "button", class: "tool table-toggle", "aria-pressed": String(shown), "aria-controls": box.id,
+                                 title: "Show this picture as a table" }, "Table");
+    toggle.addEventListener("click", () => {
+      const show = toggle.getAttribute("aria-pressed") !== "true";
+      toggle.setAttribute("aria-pressed", String(show));
+      box.classList.toggle("visually-hidden", !show);
+      remember(id, show);
+    });
+    tools.append(toggle);
+  }
+  if (exportable) {
+    tools.append(
+      h("button", { type: "button", class: "tool", "data-export": "png", title: "Save this picture as PNG",
+                    onclick: async () => download(await picturePng(picture), fileName(store, id, "png")) }, "PNG"),
+      h("button", { type: "button", class: "tool", "data-export": "svg", title: "Save this picture as SVG",
+                    onclick: () => download(new Blob([pictureSvg(picture).text], { type: "image/svg+xml" }), fileName(store, id, "svg")) }, "SVG"));
+  }
+  if (tools.childElementCount) panel.prepend(tools);
+}
+
+/**
+ * Give every picture panel under `root` its tools, and the scrubber its "Export HTML" link.
+ * `exportRun`: false where the run cannot be fetched again (an exported file).
+ */
+export function bindPanelTools(store, { root = document, exportRun = true } = {}) {
+  for (const panel of root.querySelectorAll(".stage > .panel")) {
+    const picture = panel.querySelector(":scope > div[id]");
+    if (!picture || !panel.querySelector(":scope > h2")) continue;
+    panelTools(panel, picture, store, { exportable: true });
+  }
+  const scrubber = root.querySelector("#scrubber");
+  if (!exportRun || !scrubber) return;
+  const link = h("a", { class: "export-run button-link", hidden: true, title: "Save this run as one HTML file that replays offline" }, "Export HTML");
+  const speed = scrubber.querySelector(".speed");
+  if (speed) speed.after(link);
+  else scrubber.append(link);
+  const update = () => {
+    const run = store.state.run;
+    link.hidden = !run;
+    if (run) {
+      link.href = `/api/runs/${encodeURIComponent(run.id)}/export.html`;
+      link.setAttribute("download", `paralab-${run.lesson}-${run.id}.html`);
+    }
+  };
+  store.on("run", update);
+  update();
+}
+
+/** Fill each panel's table from the state at the cursor (cheap: redrawn only when the step changes). */
+export function renderTables(state, { runId }) {
+  for (const [id, make] of Object.entries(TABLES)) {
+    const box = document.getElementById(`table-${id}`);
+    if (!box || !changed(box, `${runId}|${state.index}`)) continue;
+    const table = state.index >= 0 ? make(state) : null;
+    fill(box, table || h("p", { class: "empty" }, "Nothing at this step."));
+  }
+}

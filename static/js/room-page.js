@@ -1,0 +1,467 @@
+/**
+ * The lecture room page: the lesson page (lesson-page.js, its views, scrubber and keys), driven by the
+ * room's socket instead of a run of its own.
+ *
+ * The room as the server describes it (its run, the presenter's cursor, its view, the follower count)
+ * is mirrored in `room`, apart from what is on screen. The presenter's page shows that run, and sends
+ * its cursor (`seek`), its lesson (`view`) and its runs (`run`) to the room. A follower's page shows
+ * the room's run at the presenter's cursor while it follows live; the moment the viewer moves the cursor
+ * themselves (keys, scrubber, Play) or presses Detach, it stops following and explores on its own, the
+ * mirror still kept up to date, until "Rejoin live" puts the page back where the presenter is.
+ */
+
+import { currentLesson, host, openRun, store, useLesson } from "paralab/lesson-page.js";
+import { connectRoom } from "paralab/room-connection.js";
+import { displayCode, saveSecret, savedSecret } from "paralab/rooms.js";
+import { clearErrors, showErrors } from "paralab/controls/params-form.js";
+import { typing } from "paralab/controls/keyboard.js";
+import { t } from "paralab/i18n.js";
+
+const $ = (selector) => document.querySelector(selector);
+const page = $("[data-lesson]");
+const code = $("[data-room]").dataset.room;
+const form = $("#run-form");
+const runButton = form.querySelector('button[type="submit"]');
+
+// ---- who we are: the secret comes in the fragment once, then lives in this tab's sessionStorage ---------
+const fragment = new URLSearchParams(location.hash.slice(1));
+if (fragment.get("secret")) {
+  saveSecret(code, fragment.get("secret"));
+  history.replaceState(history.state, "", location.pathname);   // off the address bar (and the projector)
+}
+let secret = fragment.get("secret") || savedSecret(code);
+let role = secret ? "presenter" : "follower";
+const wanted = {                               // what the presenter's form starts from (from "Present")
+  lesson: fragment.get("lesson"),
+  values: {
+    world_size: fragment.get("world_size") ? Number(fragment.get("world_size")) : null,
+    params: Object.fromEntries([...fragment].filter(([k]) => !["secret", "lesson", "world_size"].includes(k))),
+  },
+};
+
+// ---- the room, as the server describes it -------------------------------------------------------------
+const room = { run: null, runInfo: null, events: [], cursor: 0, view: {}, followers: 0 };
+let live = true;              // a follower shows what the presenter shows
+let applying = false;         // this module moves the cursor (not the viewer)
+let refused = null;           // the server's last word when it closed the room to us
+let runStarting = false;      // the presenter sent "run"; its answer has not come yet
+let handlers = null;          // lesson-page's callbacks for the run on screen
+let connState = "connecting";
+let cardDismissed = false;
+
+function withApplying(fn) {
+  const was = applying;
+  applying = true;
+  try {
+    fn();
+  } finally {
+    applying = was;
+  }
+}
+
+// ---- the socket ---------------------------------------------------------------------------------------------
+let socket = null;
+
+function connect() {
+  socket?.close();
+  socket = connectRoom(code, {
+    secret: role === "presenter" ? secret : null,
+    resume: () => (room.run ? { run: room.run, since: room.events.length } : {}),
+    onMessage,
+    onState(state, detail) {
+      connState = state;
+      if (state === "refused") onRefused(detail);
+      else handlers?.onState(state === "connecting" ? "connecting" : state);
+      renderBar();
+    },
+  });
+}
+
+function onMessage(message) {
+  if (message.type === "state") onRoomState(message);
+  else if (message.type === "event") onRoomEvent(message);
+  else if (message.type === "followers") {
+    room.followers = message.count;
+    renderBar();
+  } else if (message.error !== undefined) onError(message.error);
+}
+
+function onRoomState(state) {
+  room.followers = state.followers;
+  room.view = state.view || {};
+  room.cursor = state.cursor || 0;
+  if (state.run !== room.run) {
+    room.run = state.run;
+    room.runInfo = null;
+    room.events = [];
+    if (state.run) loadRunInfo(state.run);
+    if (runStarting) {
+      runStarting = false;
+      runButton.disabled = false;
+      runButton.blur();
+    }
+    if (state.run && role === "follower" && !live) say("The presenter started a new run.");
+  }
+  if (role === "presenter" && !presenterSetUp) setUpPresenter();
+  requestApply();
+  renderBar();
+}
+
+function onRoomEvent({ run, event }) {
+  if (run !== room.run) return;
+  if (event.seq <= room.events.length) return;                 // already held
+  if (event.seq !== room.events.length + 1) {                 // a gap the server never makes: start again
+    socket.drop();
+    return;
+  }
+  room.events.push(event);
+  if (showing()) withApplying(() => store.append([event]));
+  renderBar();
+}
+
+function onError(error) {
+  if (runStarting) {                                          // the run we asked for was refused
+    runStarting = false;
+    runButton.disabled = false;
+    showErrors(form, error);
+    return;
+  }
+  const text = Array.isArray(error) ? error.map((e) => e.msg).join("; ") : String(error);
+  if (store.state.run?.step && handlers && role === "presenter") handlers.onNotice(text);
+  else say(text);
+}
+
+function onRefused({ code: closeCode, message }) {
+  if (closeCode === 4403 && role === "presenter") {          // a wrong secret: follow, read-only
+    try {
+      sessionStorage.removeItem(`paralab:room-secret:${code}`);
+    } catch { /* nothing saved */ }
+    secret = null;
+    role = "follower";
+    say("The presenter secret is wrong: you follow this room read-only.");
+    connect();
+    return;
+  }
+  refused = message || `No room ${displayCode(code)}: unknown or expired code`;
+  say(refused, { sticky: true });
+}
+
+async function loadRunInfo(id) {
+  for (let attempt = 0; room.run === id; attempt++) {
+    try {
+      const response = await fetch(`/api/runs/${encodeURIComponent(id)}`);
+      if (response.ok) {
+        const info = await response.json();
+        if (room.run === id) {
+          room.runInfo = info;
+          requestApply();
+        }
+        return;
+      }
+    } catch { /* the server is restarting: try again */ }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(4000, 250 * 2 ** attempt)));
+  }
+}
+
+// ---- what the page shows --------------------------------------------------------------------------------------
+/** Whether the page shows the room's run now (and so takes its events as they come). */
+function showing() {
+  return (role === "presenter" || live) && Boolean(room.run) && store.state.run?.id === room.run;
+}
+
+/** The lesson the room is on: the presenter's choice, else its run's. */
+function roomLesson() {
+  return room.view.lesson || room.runInfo?.lesson || page.dataset.lesson;
+}
+
+let applyRunning = false;
+let applyAgain = false;
+
+async function requestApply() {
+  if (applyRunning) {
+    applyAgain = true;
+    return;
+  }
+  applyRunning = true;
+  try {
+    do {
+      applyAgain = false;
+      await apply();
+    } while (applyAgain);
+  } finally {
+    applyRunning = false;
+    renderBar();
+  }
+}
+
+async function apply() {
+  if (role === "follower" && !live) return;
+  const lesson = roomLesson();
+  if (lesson !== page.dataset.lesson || !currentLesson()) {
+    await useLesson(lesson, { values: role === "presenter" && lesson === wanted.lesson ? wanted.values : {} });
+    syncPicker();
+  }
+  const info = room.runInfo;
+  if (!room.run || !info || info.lesson !== page.dataset.lesson) {
+    if (store.state.run) withApplying(() => store.load(null));
+    return;
+  }
+  const atEnd = room.cursor >= room.events.length;
+  if (store.state.run?.id !== room.run) {
+    withApplying(() => {
+      openRun(info, { seq: role === "presenter" ? (atEnd ? null : room.cursor || null) : Math.max(room.cursor, 1) });
+      store.append(room.events);
+    });
+  } else if (store.state.log.length < room.events.length) {
+    withApplying(() => store.append(room.events.slice(store.state.log.length)));
+  }
+  if (role === "follower") {
+    withApplying(() => {
+      if (store.state.playing) store.pause();
+      store.seekSeq(Math.max(room.cursor, 1));
+    });
+  }
+  if (role === "follower" && room.view.panel) showPanel(room.view.panel);
+}
+
+// ---- the presenter's side ------------------------------------------------------------------------------------
+let presenterSetUp = false;
+
+function setUpPresenter() {
+  presenterSetUp = true;
+  const lesson = wanted.lesson || room.view.lesson || room.runInfo?.lesson || page.dataset.lesson;
+  if (lesson !== room.view.lesson) sendView({ lesson });
+}
+
+function sendView(change) {
+  room.view = { ...room.view, ...change };
+  socket.send({ op: "view", view: room.view });
+}
+
+host.start = (body) => {
+  if (role !== "presenter") return;
+  clearErrors(form);
+  if (room.view.lesson !== body.lesson) sendView({ lesson: body.lesson });
+  if (!socket.send({ op: "run", ...body })) {
+    showErrors(form, "Not connected to the room right now; try again in a moment.");
+    return;
+  }
+  runStarting = true;
+  runButton.disabled = true;
+};
+
+/** The run's "connection" for lesson-page: the room's socket, the stepper's messages in the room's words. */
+host.connect = (run, callbacks) => {
+  handlers = callbacks;
+  callbacks.onState(connState === "open" ? "open" : "connecting");
+  return {
+    send(message) {
+      if (role !== "presenter") return false;
+      return socket.send({ ...message, op: message.op === "step" ? "release" : message.op });
+    },
+    get open() {
+      return role === "presenter" && socket.open;
+    },
+    get last() {
+      return store.state.log.length;
+    },
+    close() {},
+    drop() {
+      socket.drop();
+    },
+  };
+};
+
+// The presenter's cursor goes to the room, at most every 100 ms (and always the latest).
+let seekTimer = null;
+let lastSeek = 0;
+
+function cursorSeq() {
+  const { log, cursor } = store.state;
+  return cursor >= 0 ? log[cursor].seq : 0;
+}
+
+function sendSeek() {
+  seekTimer = null;
+  if (role !== "presenter" || store.state.run?.id !== room.run) return;
+  const seq = cursorSeq();
+  if (seq === room.cursor) return;
+  if (socket.send({ op: "seek", seq })) {
+    room.cursor = seq;
+    lastSeek = Date.now();
+  }
+  renderBar();
+}
+
+store.on("cursor", () => {
+  if (role === "presenter") {
+    if (!seekTimer) seekTimer = setTimeout(sendSeek, Math.max(0, 100 - (Date.now() - lastSeek)));
+  } else if (!applying && live && store.state.run) detach();
+});
+store.on("playback", () => {
+  if (role === "follower" && !applying && live && store.state.playing) detach();
+});
+
+// The presenter's lesson picker.
+const picker = $("#room-lesson");
+function syncPicker() {
+  if (picker) picker.value = page.dataset.lesson;
+}
+picker?.addEventListener("change", async () => {
+  if (role !== "presenter") return;
+  sendView({ lesson: picker.value });
+  await requestApply();
+});
+
+// The panel the presenter looks at: followers scroll there too.
+const stage = $(".stage");
+let panelTimer = null;
+function visiblePanel() {
+  const top = Math.max(stage.getBoundingClientRect().top, 0);
+  for (const panel of stage.querySelectorAll(":scope > .panel")) {
+    if (panel.hidden) continue;
+    const r = panel.getBoundingClientRect();
+    if (r.bottom > top + 48) return panel.id || panel.querySelector(":scope > div[id]")?.id || null;
+  }
+  return null;
+}
+function onPresenterScroll() {
+  if (role !== "presenter") return;
+  clearTimeout(panelTimer);
+  panelTimer = setTimeout(() => {
+    const panel = visiblePanel();
+    if (panel && panel !== room.view.panel) sendView({ panel });
+  }, 250);
+}
+stage.addEventListener("scroll", onPresenterScroll, { passive: true });
+window.addEventListener("scroll", onPresenterScroll, { passive: true });
+
+let shownPanel = null;
+function showPanel(id) {
+  if (id === shownPanel) return;
+  shownPanel = id;
+  const el = document.getElementById(id);
+  const panel = el?.closest(".panel") || el;
+  if (panel && !panel.hidden) panel.scrollIntoView({ block: "start", behavior: "smooth" });
+}
+
+// ---- the follower's side -------------------------------------------------------------------------------------
+function detach() {
+  if (role !== "follower" || !live) return;
+  live = false;
+  renderBar();
+}
+
+function rejoin() {
+  if (role !== "follower") return;
+  live = true;
+  shownPanel = null;
+  requestApply();
+  renderBar();
+}
+
+// Step-mode keys drive the ranks: a follower's are refused here, before the stepper sees them.
+window.addEventListener("keydown", (event) => {
+  if (role !== "follower" || !store.state.run?.step || typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (/^[0-9]$/.test(event.key) || "aAcCpP".includes(event.key) && event.key.length === 1) {
+    event.preventDefault();
+    say("Only the presenter drives this room.");
+  }
+}, { capture: true });
+
+// ---- the room bar -----------------------------------------------------------------------------------------------
+let noticeTimer = null;
+
+function say(text, { sticky = false } = {}) {
+  const notice = $(".room-notice");
+  notice.textContent = text;
+  notice.hidden = false;
+  clearTimeout(noticeTimer);
+  if (!sticky) noticeTimer = setTimeout(() => { notice.hidden = true; }, 6000);
+}
+
+function renderBar() {
+  document.body.dataset.role = role;
+  document.body.dataset.live = String(role === "presenter" || live);
+  const roleText = refused ? "No such room"
+    : connState === "reconnecting" ? "Reconnecting…"
+      : connState === "connecting" ? "Connecting…"
+        : role === "presenter" ? "Presenter" : live ? "Following live" : "Exploring on your own";
+  $("#room-role").textContent = roleText;
+  $("#room-role").dataset.state = refused ? "refused" : connState === "open" ? (role === "presenter" ? "presenter" : live ? "live" : "detached") : connState;
+  const count = $("#follower-count");
+  count.textContent = `${room.followers} follower${room.followers === 1 ? "" : "s"}`;
+  $('[data-action="detach"]').hidden = role !== "follower" || !live || Boolean(refused);
+  $('[data-action="rejoin"]').hidden = role !== "follower" || live || Boolean(refused);
+  const where = $("#room-where");
+  where.hidden = role !== "follower" || live || !room.run;
+  where.textContent = `presenter at seq ${room.cursor}`;
+  const own = $("#own-page");
+  const shown = store.state.run;
+  own.hidden = !shown || role !== "follower";
+  if (shown) own.href = `/lessons/${encodeURIComponent(shown.lesson)}?run=${encodeURIComponent(shown.id)}&seq=${cursorSeq() || 1}`;
+  document.body.classList.toggle("room-refused", Boolean(refused));
+  // The code and the QR, large, while the presenter has not started a run.
+  if (role === "presenter" && !room.run && !cardDismissed && connState === "open") showCard(true);
+  if (room.run && role === "presenter" && !cardDismissed) {
+    cardDismissed = true;
+    showCard(false);
+  }
+}
+
+// ---- the room card: the code and the QR code, large ----------------------------------------------------------------
+const card = $("#room-card");
+const cardButton = $('[data-action="room-card"]');
+
+function showCard(show = card.hidden) {
+  card.hidden = !show;
+  cardButton.setAttribute("aria-expanded", String(show));
+}
+
+cardButton.addEventListener("click", () => {
+  cardDismissed = true;
+  showCard();
+});
+$('[data-action="room-card-close"]').addEventListener("click", () => {
+  cardDismissed = true;
+  showCard(false);
+  cardButton.focus();
+});
+$('[data-action="detach"]').addEventListener("click", detach);
+$('[data-action="rejoin"]').addEventListener("click", rejoin);
+$('[data-action="copy-presenter-link"]').addEventListener("click", async (event) => {
+  const link = `${location.origin}/rooms/${code}#secret=${encodeURIComponent(secret || "")}`;
+  const button = event.currentTarget;
+  try {
+    await navigator.clipboard.writeText(link);
+    button.textContent = "Copied";
+    setTimeout(() => { button.textContent = "Copy presenter link"; }, 2000);
+  } catch {
+    window.prompt(t("Copy presenter link"), link);
+  }
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.defaultPrevented || typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.key === "l" || event.key === "L") rejoin();
+  else if (event.key === "q" || event.key === "Q") {
+    cardDismissed = true;
+    showCard();
+  } else if (event.key === "Escape" && !card.hidden) showCard(false);
+  else return;
+  event.preventDefault();
+});
+
+window.paralab.room = {
+  get state() {
+    return { ...room, events: room.events.length, role, live, connection: connState, refused };
+  },
+  get socket() {
+    return socket;
+  },
+  detach,
+  rejoin,
+};
+
+renderBar();
+connect();
