@@ -10,7 +10,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.hub import Hub
 from app.rooms import RoomManager
-from app.routes import lessons, pages, rooms, runs, ws
+from app.routes import export, lessons, pages, rooms, runs, ws
 from app.runs import RunManager
 from app.settings import REPO_ROOT, Settings, settings as default_settings
 
@@ -34,6 +34,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rooms = RoomManager(settings.DATA_DIR, hub, app.state.manager, settings.ROOM_TTL_S)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
-    for module in (pages, lessons, runs, ws, rooms):
+    for module in (pages, lessons, runs, ws, rooms, export):
         app.include_router(module.router)
     return app

@@ -1,0 +1,86 @@
+"""A recorded run as one self-contained HTML file: `GET /api/runs/{id}/export.html`.
+
+The file is the lesson page itself (templates/export.html, which extends lesson.html) with everything it
+loads written into it: the stylesheets as <style>, every ES module under static/js as a data: URL in the
+import map (so the modules' own `paralab/…` imports resolve with no server), and the run — its
+description, every event, the lesson's sources and explanations — as JSON that static/js/offline-page.js
+replays. Opened from disk (file://) with no network, it replays with the same views, scrubber and keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import posixpath
+import re
+
+from fastapi import APIRouter, Request, Response
+
+from app.deps import RunDep, RunManagerDep
+from app.routes.lessons import lesson_public
+from app.routes.runs import run_public
+from app.settings import REPO_ROOT
+from workers.lessons import LESSONS
+
+router = APIRouter(tags=["runs"])
+
+STATIC = REPO_ROOT / "static"
+_STYLESHEET = re.compile(r'<link rel="stylesheet" href="/static/([\w./-]+\.css)">')
+_MODULE_SCRIPT = re.compile(r'<script type="module" src="/static/js/([\w./-]+\.js)"></script>')
+_IMPORT_MAP = re.compile(r'<script type="importmap">.*?</script>', re.S)
+_RELATIVE_IMPORT = re.compile(r'''((?:\bfrom|\bimport)\s*\(?\s*)(["'])(\.{1,2}/[^"']+)\2''')
+
+
+def _module_text(path: str) -> str:
+    """A module's source, its relative imports (if any) rewritten to the import map's bare names."""
+    text = (STATIC / "js" / path).read_text(encoding="utf-8")
+    base = posixpath.dirname(path)
+    return _RELATIVE_IMPORT.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}paralab/{posixpath.normpath(posixpath.join(base, m.group(3)))}{m.group(2)}", text)
+
+
+def _import_map() -> str:
+    imports = {}
+    for file in sorted((STATIC / "js").rglob("*.js")):
+        path = file.relative_to(STATIC / "js").as_posix()
+        data = base64.b64encode(_module_text(path).encode()).decode()
+        imports[f"paralab/{path}"] = f"data:text/javascript;base64,{data}"
+    return json.dumps({"imports": imports}, indent=0)
+
+
+def _json_script(element_id: str, value) -> str:
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def self_contained(html: str, recording: dict) -> str:
+    """The page with its stylesheets, modules and the recording written into it."""
+    html = _STYLESHEET.sub(lambda m: f"<style>\n{(STATIC / m.group(1)).read_text(encoding='utf-8')}\n</style>", html)
+    html = _IMPORT_MAP.sub(lambda m: f'<script type="importmap">\n{_import_map()}\n</script>', html, count=1)
+    html = _MODULE_SCRIPT.sub(lambda m: f'<script type="module">import "paralab/{m.group(1)}";</script>', html)
+    return html.replace("</body>", f"{_json_script('paralab-recording', recording)}\n</body>", 1)
+
+
+@router.get("/api/runs/{run_id}/export.html")
+def export_run(run: RunDep, request: Request, manager: RunManagerDep, download: bool = True):
+    """The run as one HTML file that replays offline, with the lesson page's views, scrubber and keys.
+    `download=false` shows it in the browser instead of saving it."""
+    lesson = LESSONS.get(run.lesson)
+    choices = manager.launcher.info.get("choices") if manager.launcher.ready else None
+    if lesson is not None:
+        explanations = {lang: lesson.explanation(lang) for lang in ("en", "zh")}
+        about = {**lesson_public(lesson, choices), "explanations": explanations, "explanation": explanations["en"],
+                 "sources": [{"path": path, "text": text} for path, text in lesson.source_files()]}
+    else:                                             # a lesson since removed: the run still replays
+        about = {"id": run.lesson, "title": run.lesson, "summary": "", "params": {"properties": {}},
+                 "world_sizes": [run.world_size], "sources": [], "explanation": "", "explanations": {}}
+    recording = {"format": 1, "run": run_public(run).model_dump(), "lesson": about,
+                 "events": manager.events_since(run, 0)}
+    templates = request.app.state.templates
+    page = templates.get_template("export.html").render(
+        request=request, lesson=about, run=recording["run"], max_ranks=run.world_size, host="offline")
+    filename = f"paralab-{run.lesson}-{run.id}.html"
+    disposition = "attachment" if download else "inline"
+    return Response(self_contained(page, recording), media_type="text/html; charset=utf-8",
+                    headers={"Content-Disposition": f'{disposition}; filename="{filename}"'})
