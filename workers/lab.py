@@ -120,5 +120,7 @@ def _worst(diff: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor, cou
     rows = []
     for i in flat.topk(min(count, flat.numel())).indices.tolist():
         index = [int(k) for k in torch.unravel_index(torch.tensor(i), actual.shape)] if actual.dim() else []
-        rows.append({"index": index, "got": float(actual.flatten()[i]), "expected": float(expected.flatten()[i])})
+        got, want = float(actual.flatten()[i]), float(expected.flatten()[i])
+        rows.append({"index": index, "got": got if math.isfinite(got) else str(got),   # JSON has no NaN
+                     "expected": want if math.isfinite(want) else str(want)})
     return rows
