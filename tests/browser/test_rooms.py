@@ -1,0 +1,182 @@
+"""Lecture rooms as a lecturer and a student use them: a presenter page and a follower page in step,
+detaching and rejoining live, the follower's own text size and language, a wrong code refused, and a
+run exported as one HTML file that replays from disk with no network."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+pytestmark = pytest.mark.browser
+
+
+def counter(page: Page):
+    return page.locator("#scrubber .seq-counter")
+
+
+def seq_of(page: Page) -> int:
+    return int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1))
+
+
+@pytest.fixture
+def follower(browser: Browser):
+    """A second person: their own browser context (own localStorage), JavaScript errors fail the test."""
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors on the follower's page: {errors}"
+
+
+def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
+    # The lecturer presents from a lesson page: a room opens, the secret only in this tab.
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
+    page.get_by_role("button", name="Present").click()
+    page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
+    assert "secret" not in page.url and "?" not in page.url
+    code = page.url.rsplit("/", 1)[1]
+    expect(page.locator("#room-role")).to_have_text("Presenter")
+    expect(page.locator("#room-card")).to_be_visible()               # the code, large, with its QR
+    expect(page.locator(".room-card-code")).to_have_text(f"{code[:4]}-{code[4:]}")
+    assert httpx.get(f"{server.url}/api/rooms/{code}/qr.svg").headers["content-type"].startswith("image/svg")
+    page.get_by_role("button", name="Hide").click()
+
+    # A student types the code as they read it: lower case, with its dash.
+    follower.goto(f"{server.url}/rooms/{code[:4].lower()}-{code[4:].lower()}")
+    expect(follower).to_have_url(re.compile(f"/rooms/{code}$"))
+    expect(follower.locator("#room-role")).to_have_text("Following live")
+    expect(follower.locator("#run-form")).to_be_hidden()               # followers do not run anything
+    expect(page.locator("#follower-count")).to_have_text("1 follower", timeout=5_000)
+
+    # The presenter runs the lesson; the follower sees the same run.
+    page.get_by_role("button", name="▶ Run").click()
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+    total = int(re.search(r"/ (\d+)", counter(page).inner_text()).group(1))
+    expect(counter(follower)).to_have_text(re.compile(rf"/ {total}$"))
+
+    # The presenter steps with the keyboard; the follower's page follows within a second.
+    page.keyboard.press("Home")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    expect(counter(page)).to_have_text(f"seq 4 / {total}")
+    expect(counter(follower)).to_have_text(f"seq 4 / {total}", timeout=1_000)
+    expect(follower.locator("#now .now-text")).to_have_text(page.locator("#now .now-text").text_content())
+
+    # The follower wanders off: their own keys detach them; the presenter moves on without them.
+    follower.keyboard.press("ArrowLeft")
+    expect(follower.locator("#room-role")).to_have_text("Exploring on your own")
+    expect(counter(follower)).to_have_text(f"seq 3 / {total}")
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+    expect(counter(page)).to_have_text(f"seq 10 / {total}")
+    expect(follower.locator("#room-where")).to_have_text("presenter at seq 10")
+    expect(counter(follower)).to_have_text(f"seq 3 / {total}")
+    follower.get_by_role("button", name="Rejoin live").click()
+    expect(counter(follower)).to_have_text(f"seq 10 / {total}", timeout=1_000)
+    expect(follower.locator("#room-role")).to_have_text("Following live")
+
+    # A dropped connection comes back by itself, and nothing arrives twice.
+    follower.evaluate("window.paralab.room.socket.drop()")
+    page.keyboard.press("ArrowRight")
+    expect(counter(follower)).to_have_text(f"seq 11 / {total}", timeout=3_000)
+    assert follower.evaluate("window.paralab.room.state.events") == total
+
+    # The follower's text size and language are their own, applied at once and kept after a reload.
+    html = follower.locator("html")
+    size = float(html.evaluate("el => parseFloat(getComputedStyle(el).fontSize)"))
+    follower.get_by_role("button", name="Larger text").click()
+    follower.get_by_role("button", name="Larger text").click()
+    follower.get_by_role("button", name=re.compile("中文")).click()
+    expect(html).to_have_attribute("lang", "zh-CN")
+    expect(follower.locator("#room-role")).to_have_text("正在跟随直播")
+    expect(follower.locator("#h-lanes")).to_have_text("各 rank")
+    expect(follower.get_by_role("button", name="▶ 播放")).to_be_visible()
+    bigger = float(html.evaluate("el => parseFloat(getComputedStyle(el).fontSize)"))
+    assert bigger > size * 1.2
+    follower.reload()
+    expect(html).to_have_attribute("lang", "zh-CN")
+    expect(follower.locator("#room-role")).to_have_text("正在跟随直播")
+    expect(counter(follower)).to_have_text(f"seq 11 / {total}")
+    assert float(html.evaluate("el => parseFloat(getComputedStyle(el).fontSize)")) == pytest.approx(bigger)
+    expect(follower.locator(".text-scale")).to_have_text("130%")
+
+    # The presenter saves the picture for a slide.
+    with page.expect_download() as download:
+        page.locator(".panel:has(#lanes)").get_by_role("button", name="SVG").click()
+    assert Path(download.value.path()).read_text().startswith("<svg")
+    assert download.value.suggested_filename == "paralab-tp_mlp-lanes-seq11.svg"
+
+
+def test_a_wrong_code_or_secret_is_refused(page: Page, server):
+    page.goto(f"{server.url}/")
+    page.get_by_label("Join a room").fill("zzzz-zzz2")
+    page.get_by_role("button", name="Join", exact=True).click()
+    expect(page.locator(".join-error")).to_have_text("No room ZZZZ-ZZZ2: unknown or expired code")
+    expect(page).to_have_url(f"{server.url}/")
+
+    response = page.goto(f"{server.url}/rooms/ZZZZZZZ2")
+    assert response.status == 404
+    expect(page.get_by_role("heading", name="No such room")).to_be_visible()
+
+    code = httpx.post(f"{server.url}/api/rooms").json()["code"]
+    page.goto(f"{server.url}/rooms/{code}#secret=not-the-secret")
+    expect(page.locator(".room-notice")).to_contain_text("The presenter secret is wrong")
+    expect(page.locator("#room-role")).to_have_text("Following live")
+    expect(page.locator("#run-form")).to_be_hidden()
+
+
+def test_an_exported_run_replays_offline(browser: Browser, server, tmp_path):
+    run = server.run("tp_mlp", 2)
+    response = httpx.get(f"{server.url}/api/runs/{run['id']}/export.html")
+    assert response.status_code == 200
+    assert "attachment" in response.headers["content-disposition"]
+    file = tmp_path / "recording.html"
+    file.write_bytes(response.content)
+    total = run["events"]
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    asked: list[str] = []
+
+    def no_network(route):
+        asked.append(route.request.url)
+        route.abort()
+
+    context.route(re.compile(r"^(https?|wss?)://"), no_network)     # no server, no network
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(file.as_uri())
+        expect(counter(page)).to_have_text(f"seq 1 / {total}")
+        expect(page.locator(".offline-badge")).to_have_text("Recording")
+        expect(page.locator(".lesson-title")).to_have_text("Tensor-parallel MLP")
+        page.keyboard.press("End")
+        expect(counter(page)).to_have_text(f"seq {total} / {total}")
+        expect(page.locator(".checks-summary")).to_have_text("✓ All 8 checks passed (4 checks × 2 ranks)")
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("ArrowLeft")
+        expect(counter(page)).to_have_text(f"seq {total - 2} / {total}")
+        page.get_by_role("button", name="First event (Home)").click()
+        expect(counter(page)).to_have_text(f"seq 1 / {total}")
+        page.locator("#scrubber input[type=range]").fill("20")
+        expect(counter(page)).to_have_text(f"seq 20 / {total}")
+        page.keyboard.press(" ")
+        expect(counter(page)).to_have_text(f"seq 21 / {total}")
+        expect(page.locator(".source-code .line").first).to_be_visible()   # the lesson's source came along
+        page.keyboard.press("?")
+        expect(page.get_by_role("dialog", name="Keyboard")).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(page).to_have_url(re.compile(r"#seq=21$"))               # the address keeps the step
+        page.reload()
+        expect(counter(page)).to_have_text(f"seq 21 / {total}")
+    finally:
+        context.close()
+    assert not errors, f"JavaScript errors in the exported file: {errors}"
+    assert asked == [], f"the exported file reached for the network: {asked}"
