@@ -12,9 +12,10 @@ install:
 install-test: install
 	$(PIP) install -q -e '.[test]'
 
-# Debian's chromium for the Playwright tests (never `playwright install`: it downloads a browser).
+# Debian's chromium for the Playwright tests (never `playwright install`: it downloads a browser),
+# bubblewrap for the judge's sandbox.
 browser:
-	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	@(command -v chromium && command -v bwrap) >/dev/null || (apt-get update -q && apt-get install -y -q chromium bubblewrap)
 
 serve: install
 	$(PYTHON) -m app

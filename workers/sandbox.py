@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,7 @@ def _limit_child(limits: Limits, cgroup: Path | None):
     def apply():
         if cgroup is not None:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))   # before exec: no fork escapes it
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 2))   # SIGXCPU first: named
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb << 20,) * 2)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20,) * 2)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -126,18 +127,29 @@ def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits()) -> 
         process = subprocess.Popen(bwrap_command(argv, job_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    stdin=subprocess.DEVNULL, text=True, errors="replace",
                                    preexec_fn=_limit_child(limits, cgroup), start_new_session=True)
+        output = {"stdout": "", "stderr": ""}
+        readers = [threading.Thread(target=_read, args=(getattr(process, name), output, name), daemon=True)
+                   for name in output]
+        for reader in readers:
+            reader.start()
         reason = None
         try:
-            stdout, stderr = process.communicate(timeout=limits.wall_s)
+            process.wait(timeout=limits.wall_s)        # not the pipes: a left-over fork may hold them
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
             reason = f"wall-clock limit ({limits.wall_s:g} s)"
         finally:
-            _kill_leftovers(process.pid)
-        reason = reason or _reason(process.returncode, stderr, cgroup, limits)
+            _kill_leftovers(process.pid)               # the sandbox's PID namespace goes with it
+            process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+        stdout, stderr = output["stdout"], output["stderr"]
+        reason = _reason(process.returncode, stdout + stderr, cgroup, limits) or reason
         _remove(cgroup)
         return Outcome(process.returncode, stdout[-200_000:], stderr[-20_000:], reason)
+
+
+def _read(stream, output: dict, name: str) -> None:
+    output[name] = stream.read()
 
 
 def _kill_leftovers(pid: int) -> None:
@@ -147,13 +159,22 @@ def _kill_leftovers(pid: int) -> None:
         pass
 
 
-def _reason(code: int, stderr: str, cgroup: Path | None, limits: Limits) -> str | None:
-    if _cgroup_hit_limit(cgroup) or "Resource temporarily unavailable" in stderr and "fork" in stderr:
+def _reason(code: int, output: str, cgroup: Path | None, limits: Limits) -> str | None:
+    if _cgroup_hit_limit(cgroup):
         return f"process limit ({limits.processes} processes)"
-    if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU) or "CPU time limit" in stderr:
+    if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
         return f"CPU-time limit ({limits.cpu_s} s)"
-    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ) or "File too large" in stderr:
+    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
         return f"file-size limit ({limits.file_mb} MiB)"
-    if "MemoryError" in stderr or "Cannot allocate memory" in stderr or "std::bad_alloc" in stderr:
+    return exhausted(output, limits)
+
+
+def exhausted(text: str, limits: Limits) -> str | None:
+    """The limit a program's own error message shows it ran into, if any."""
+    if "MemoryError" in text or "Cannot allocate memory" in text or "std::bad_alloc" in text:
         return f"memory limit ({limits.memory_mb} MiB)"
+    if "Resource temporarily unavailable" in text or "BlockingIOError" in text:
+        return f"process limit ({limits.processes} processes)"
+    if "File too large" in text:
+        return f"file-size limit ({limits.file_mb} MiB)"
     return None

@@ -1,0 +1,80 @@
+"""The judge on real ranks in the real sandbox: references pass, wrong solutions fail the right
+check, bad submissions are refused before anything runs."""
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from workers import sandbox
+from workers.judge import MAX_CODE_BYTES, judge, screen
+from workers.problems import PROBLEMS
+
+REPO = Path(__file__).resolve().parents[2]
+WRONG = REPO / "tests" / "problems"
+needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
+
+# each wrong solution and the checks it must fail (it may fail others too)
+WRONG_SOLUTIONS = {
+    "fg_operators/wrong_no_backward_allreduce.py": {"input gradient dX", "communication"},
+    "fg_operators/wrong_swapped.py": {"output Y", "W1 shard gradient"},
+    "sp_mlp_block/wrong_backward_not_summed.py": {"input gradient dX rows", "LayerNorm weight gradient"},
+    "sp_mlp_block/wrong_all_reduce_then_slice.py": {"communication"},
+    "pp_1f1b_loop/wrong_gpipe_order.py": {"1F1B order", "activations held"},
+    "pp_1f1b_loop/wrong_warmup_too_long.py": {"1F1B order", "activations held"},
+    "ring_allreduce/wrong_chunk_index.py": {"sum"},
+    "ring_allreduce/wrong_uses_all_reduce.py": {"communication"},
+}
+
+
+def test_the_four_problems_are_listed():
+    assert {"sp_mlp_block", "fg_operators", "pp_1f1b_loop", "ring_allreduce"} <= set(PROBLEMS)
+
+
+@needs_sandbox
+def test_reference_solutions_pass_and_wrong_ones_fail_the_right_checks():
+    jobs = [(p, (PROBLEMS[p].dir / "reference.py").read_text(), None) for p in PROBLEMS]
+    jobs += [(name.split("/")[0], (WRONG / name).read_text(), must_fail) for name, must_fail in WRONG_SOLUTIONS.items()]
+    with ThreadPoolExecutor(2) as pool:
+        verdicts = list(pool.map(lambda job: judge(job[0], job[1]), jobs))
+    for (problem, _, must_fail), verdict in zip(jobs, verdicts):
+        failed = {c["name"] for c in verdict.checks if not c["passed"]}
+        if must_fail is None:
+            assert verdict.status == "passed", (problem, verdict)
+            assert verdict.checks and not failed
+        else:
+            assert verdict.status == "failed", (problem, verdict)
+            assert must_fail <= failed, (problem, failed)
+
+
+@pytest.mark.parametrize("code, reason", [
+    ("def f(:\n", "does not parse: line 1"),
+    ("import os\n", "importing 'os' is not allowed"),
+    ("from subprocess import run\n", "importing 'subprocess' is not allowed"),
+    ("import torch\n", "does not define CopyToTensorParallel, ReduceFromTensorParallel"),
+    ("#" * (MAX_CODE_BYTES + 1), "the limit is"),
+])
+def test_bad_submissions_are_refused_before_anything_runs(code, reason):
+    assert reason in screen("fg_operators", code)
+    verdict = judge("fg_operators", code)
+    assert verdict.status == "refused" and verdict.exit_code == 2 and reason in verdict.reason
+
+
+def test_an_unknown_problem_is_refused():
+    assert "unknown problem 'nope'" in judge("nope", "x = 1").reason
+
+
+@needs_sandbox
+def test_the_command_line_prints_each_check_and_exits_with_the_verdict(tmp_path):
+    def cli(problem, path):
+        return subprocess.run([sys.executable, "-m", "workers.judge", problem, str(path)],
+                              capture_output=True, text=True, cwd=REPO, timeout=180)
+    good = cli("ring_allreduce", PROBLEMS["ring_allreduce"].dir / "reference.py")
+    assert good.returncode == 0 and "PASS sum" in good.stdout and "PASS communication" in good.stdout
+    bad = cli("ring_allreduce", WRONG / "ring_allreduce/wrong_chunk_index.py")
+    assert bad.returncode == 1 and "FAIL sum" in bad.stdout and "got" in bad.stdout and "expected" in bad.stdout
+    (tmp_path / "bad.py").write_text("import socket\n")
+    refused = cli("ring_allreduce", tmp_path / "bad.py")
+    assert refused.returncode == 2 and refused.stdout.strip().splitlines()[-1].startswith("refused: ")

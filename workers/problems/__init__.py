@@ -1,0 +1,57 @@
+"""Practice problems: the learner writes a few functions; a harness runs them on real ranks and
+checks every output and gradient against a reference, and the communication they performed.
+
+A problem is a package here: `__init__.py` (PROBLEM: title, world size, the functions to write and
+their signatures), `statement.en.md`, `starter.py` (what the editor opens with), `reference.py` (a
+correct solution) and `harness.py` (`run(lab, submission)`, on every rank, inside the sandbox).
+Torch-free, so the server can list problems.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from pathlib import Path
+
+PROBLEMS_DIR = Path(__file__).resolve().parent
+ALLOWED_IMPORTS = ("torch", "math", "typing", "dataclasses", "functools", "itertools", "collections",
+                   "workers.comm")
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    signature: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    title: str
+    world_size: int
+    functions: tuple[Function, ...]
+
+    @property
+    def dir(self) -> Path:
+        return PROBLEMS_DIR / self.id
+
+    def text(self, name: str) -> str:
+        return (self.dir / name).read_text()
+
+    def public(self) -> dict:
+        return {"id": self.id, "title": self.title, "world_size": self.world_size,
+                "functions": [{"name": f.name, "signature": f.signature, "doc": f.doc} for f in self.functions]}
+
+
+def _discover() -> dict[str, Problem]:
+    found = {}
+    for info in sorted(pkgutil.iter_modules([str(PROBLEMS_DIR)]), key=lambda i: i.name):
+        if info.ispkg:
+            problem = importlib.import_module(f"{__name__}.{info.name}").PROBLEM
+            found[problem.id] = problem
+    return found
+
+
+PROBLEMS: dict[str, Problem] = _discover()
