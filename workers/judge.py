@@ -133,13 +133,16 @@ def format_check(check: dict) -> str:
     failure = check["first_failure"]
     text = f"FAIL {check['name']} on ranks {check['failing_ranks']}: {check['detail']}"
     if "max_abs_err" in failure:
-        text += f"; max abs error {failure['max_abs_err']:.3g}" if isinstance(failure["max_abs_err"], float) \
-            else f"; {failure['max_abs_err']}"
+        text += f"; max abs error {_number(failure['max_abs_err'])}"
     for d in failure.get("differences", [])[:3]:
-        text += f"\n    at {d['index']}: got {d['got']:.6g}, expected {d['expected']:.6g}"
+        text += f"\n    at {d['index']}: got {_number(d['got'])}, expected {_number(d['expected'])}"
     if "expected" in failure:
         text += f"\n    expected: {'; '.join(failure['expected'])}\n    performed: {'; '.join(failure['performed']) or 'nothing'}"
     return text
+
+
+def _number(value) -> str:
+    return f"{value:.6g}" if isinstance(value, (int, float)) else str(value)   # "nan", "inf" arrive as text
 
 
 def main(argv: list[str] | None = None) -> int:
