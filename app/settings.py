@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     RUN_TIME_LIMIT_S: float = Field(60.0, gt=0)           # wall-clock limit of every run
     STEP_TIME_LIMIT_S: float = Field(1800.0, gt=0)        # … of a run in step mode (a person drives it)
     HANG_TIMEOUT_S: float = Field(10.0, gt=0)             # no progress inside a collective this long: hung
+    JUDGE_CONCURRENCY: int = Field(2, ge=1)               # solutions judged at once
+    ALLOW_UNSANDBOXED: bool = False                       # judge learner code even without bubblewrap
     ROOM_TTL_S: float = Field(86400.0, gt=0)             # a room idle this long expires
     MAX_CONCURRENT_RUNS: int = Field(2, ge=1)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
