@@ -75,6 +75,9 @@ def _rank_program(rank: int, store_path: str, out_dir: str) -> None:
     tracer.uninstall()
     dist.destroy_process_group()
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"events": emitted, "sites": sites, "received": received}))
+    # End as a paralab rank does, without the interpreter's teardown: gloo's threads, still owned by
+    # the process group that the P2POps above keep alive, abort the process if destroyed at exit.
+    os._exit(0)
 
 
 @pytest.fixture(scope="module")
