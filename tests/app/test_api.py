@@ -71,6 +71,7 @@ BAD_BODIES = [
     ({"lesson": "tp_mlp", "world_size": 2, "params": {"ffn": 2048}}, ["body", "params", "ffn"], "1024"),
     ({"lesson": "tp_mlp", "world_size": 2, "params": {"hidden": 0}}, ["body", "params", "hidden"], "greater"),
     ({"lesson": "tp_mlp", "world_size": 2, "params": {"mistake": "typo"}}, ["body", "params", "mistake"], "swap_f_g"),
+    ({"lesson": "tp_mlp", "world_size": 2, "params": {"fnn": 64}}, ["body", "params", "fnn"], "not permitted"),
     ({"lesson": "sp_mlp", "world_size": 4, "params": {"seq_len": 6}}, ["body", "params", "seq_len"], "divisible"),
     ({"lesson": "sp_mlp", "world_size": 3, "params": {"ffn": 64}}, ["body", "params", "ffn"], "divisible"),
 ]
