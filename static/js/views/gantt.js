@@ -1,0 +1,174 @@
+/**
+ * A Gantt chart of the ranks: one row per rank, each row one or more lanes (compute, communication),
+ * blocks on one time axis in milliseconds, arrows between rows (send → recv), a line at the cursor.
+ * Pure drawing: the caller turns the spans at the cursor into rows of blocks (see timeline.js and
+ * pipeline.js), so the same chart serves the pipeline, data-parallel and 3D lessons.
+ *
+ *   rows:   [{rank, label, sub, badge, right, rightTitle, rightClass, lanes: [{height (rem), cls, blocks}]}]
+ *   blocks: [{t0, t1, fill, stroke, text, short, ink, cls, title, tick, data}]   (tick: a mark at t0)
+ *   arrows: [{from: {row, t}, to: {row, t}, cls, title}]   from the bottom of one row's last lane to the top of another's
+ */
+
+import { s } from "paralab/dom.js";
+import { rankColour } from "paralab/palette.js";
+
+/** A tick step of 1, 2 or 5 × 10^k that cuts `span` into about `parts`. */
+export function niceStep(span, parts = 6) {
+  const raw = Math.max(span, 1e-9) / parts;
+  const k = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (raw <= m * k) return m * k;
+  return 10 * k;
+}
+
+/** The time axis (seconds) from `start`, its end rounded up to half ticks so it grows in steps. */
+export function timeAxis(start, end) {
+  const step = niceStep(Math.max(end - start, 1e-3));
+  const halves = Math.max(1, Math.ceil((2 * (end - start)) / step - 1e-9));
+  return { start, end: start + (halves * step) / 2, step };
+}
+
+export function formatMs(seconds) {
+  const ms = seconds * 1e3;
+  return `${Number(ms.toFixed(ms < 10 ? 1 : 0))} ms`;
+}
+
+/** The horizontal layout every chart of a panel shares, so their rows line up. */
+export function ganttFrame({ width, rem, labelRem = 5, rightRem = 5.6 }) {
+  const left = labelRem * rem;
+  const right = width - rightRem * rem;
+  return { width, rem, left, right, plot: right - left };
+}
+
+export function xScale(frame, axis) {
+  return (t) => frame.left + ((t - axis.start) / (axis.end - axis.start)) * frame.plot;
+}
+
+/** A text fits a block `w` px wide at `px` px per character? Returns the text to draw, or null. */
+export function fitText(block, w, px) {
+  for (const text of [block.text, block.short]) {
+    if (text !== undefined && text !== null && text !== "" && String(text).length * px + 4 <= w) return String(text);
+  }
+  return null;
+}
+
+/** The rank's chip, and under it what the row holds ("stage 2") and a warning ("slow ×3"). */
+export function rowLabel(row, y, height, frame, { chip = true } = {}) {
+  const rem = frame.rem;
+  const g = s("g", { class: "gantt-row-label" });
+  const lines = [row.sub, row.badge].filter(Boolean).length;
+  const cy = y + height / 2 - lines * 0.45 * rem;
+  const w = Math.min(4.4 * rem, frame.left - 0.4 * rem);
+  g.append(s("rect", { x: 0.2 * rem, y: cy - 0.72 * rem, width: w, height: 1.44 * rem, rx: 0.72 * rem, fill: chip ? rankColour(row.rank) : null,
+                       class: chip ? null : "ideal-rank-chip" }),
+    s("text", { x: 0.2 * rem + w / 2, y: cy, "text-anchor": "middle", "dominant-baseline": "central", class: ["gantt-rank", !chip && "ideal"] },
+      row.label ?? `rank ${row.rank}`));
+  let ty = cy + 1.25 * rem;
+  for (const [text, cls] of [[row.sub, "gantt-sub"], [row.badge, "gantt-badge"]]) {
+    if (!text) continue;
+    g.append(s("text", { x: 0.2 * rem + w / 2, y: ty, "text-anchor": "middle", "dominant-baseline": "central", class: cls }, text));
+    ty += 0.95 * rem;
+  }
+  return g;
+}
+
+/**
+ * The chart as an SVG element. `axis` from timeAxis; `now`: the cursor's time (a vertical line);
+ * `axisLabel`: under the ticks.
+ */
+export function ganttSvg({ rows, arrows = [], axis, frame, now = null, axisLabel = "time since the first block (ms)",
+                           className = "", ariaLabel = "timeline of each rank", gap = 0.45 }) {
+  const rem = frame.rem;
+  const X = xScale(frame, axis);
+  const top = 0.3 * rem;
+  const laid = [];
+  let y = top;
+  for (const row of rows) {
+    const lanes = [];
+    for (const lane of row.lanes) {
+      const h = lane.height * rem;
+      lanes.push({ ...lane, y, h });
+      y += h + 0.12 * rem;
+    }
+    laid.push({ row, y0: lanes[0]?.y ?? y, y1: y - 0.12 * rem, lanes });
+    y += gap * rem;
+  }
+  const plotBottom = y - gap * rem + 0.2 * rem;
+  const height = plotBottom + 2.6 * rem;
+  const svg = s("svg", { class: ["gantt", className], viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height,
+                         role: "img", "aria-label": ariaLabel, style: `font-size: ${0.78 * rem}px` });
+  const defs = s("defs", {},
+    s("marker", { id: "gantt-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "gantt-arrowhead" })),
+    s("pattern", { id: "gantt-hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
+      s("rect", { width: 6, height: 6, fill: "#fef3c7" }), s("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#f59e0b", "stroke-width": 3 })));
+  svg.append(defs);
+
+  // ticks and grid
+  for (let t = axis.start, i = 0; t <= axis.end + 1e-9; t += axis.step, i++) {
+    const x = X(t);
+    svg.append(s("line", { x1: x, x2: x, y1: top, y2: plotBottom, class: "gantt-grid" }),
+      s("text", { x, y: plotBottom + 0.9 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(t - axis.start)));
+  }
+  svg.append(s("text", { x: frame.left + frame.plot / 2, y: plotBottom + 2.1 * rem, "text-anchor": "middle", class: "gantt-axis-label" }, axisLabel));
+
+  const charPx = 0.84 * rem * 0.62;      // bold block text at 0.84rem
+  for (const { row, y0, y1, lanes } of laid) {
+    const g = s("g", { class: ["gantt-row", ...[row.cls].flat()], "data-rank": row.rank });
+    g.append(s("rect", { x: frame.left, y: y0, width: frame.plot, height: y1 - y0, class: "gantt-row-bg" }));
+    g.append(rowLabel(row, y0, y1 - y0, frame));
+    for (const lane of lanes) {
+      const lg = s("g", { class: ["gantt-lane", ...[lane.cls].flat()] });
+      lg.append(s("line", { x1: frame.left, x2: frame.right, y1: lane.y + lane.h, y2: lane.y + lane.h, class: "gantt-baseline" }));
+      for (const b of lane.blocks) lg.append(drawBlock(b, lane, X, frame, charPx, rem));
+      g.append(lg);
+    }
+    if (row.right !== undefined && row.right !== null) {
+      g.append(s("text", { x: frame.right + 0.5 * rem, y: (y0 + y1) / 2, "dominant-baseline": "central", class: ["gantt-right", ...[row.rightClass].flat()] },
+        row.right, row.rightTitle ? s("title", {}, row.rightTitle) : null));
+    }
+    svg.append(g);
+  }
+
+  for (const a of arrows) {
+    const from = laid[a.from.row];
+    const to = laid[a.to.row];
+    if (!from || !to) continue;
+    const x0 = X(a.from.t);
+    const x1 = X(a.to.t);
+    if (Math.max(x0, x1) < frame.left || Math.min(x0, x1) > frame.right) continue;
+    const down = a.to.row > a.from.row;
+    const y0 = down ? from.y1 : from.y0;
+    const y1 = down ? to.y0 : to.y1;
+    svg.append(s("path", { d: `M${x0.toFixed(1)},${y0.toFixed(1)} L${x1.toFixed(1)},${y1.toFixed(1)}`, class: ["gantt-arrow", ...[a.cls].flat()],
+                           "marker-end": "url(#gantt-arrow)" }, a.title ? s("title", {}, a.title) : null));
+  }
+
+  if (now !== null && now >= axis.start && now <= axis.end) {
+    const x = X(now);
+    svg.append(s("line", { x1: x, x2: x, y1: top - 0.2 * rem, y2: plotBottom, class: "gantt-now" }));
+  }
+  return svg;
+}
+
+function drawBlock(b, lane, X, frame, charPx, rem) {
+  const x0 = Math.max(frame.left, X(b.t0));
+  if (b.tick) {
+    if (X(b.t0) < frame.left || x0 > frame.right) return s("g", {});
+    return s("path", { d: `M${x0},${lane.y + lane.h} l${-0.28 * rem},${-0.45 * rem} h${0.56 * rem} z`, class: ["gantt-tick-mark", ...[b.cls].flat()], fill: b.fill },
+      b.title ? s("title", {}, b.title) : null);
+  }
+  if (X(b.t1) < frame.left || x0 > frame.right) return s("g", {});   // wholly outside the axis
+  const x1 = Math.min(frame.right, X(b.t1));
+  const w = Math.max(x1 - x0, 2);
+  const attrs = { class: ["gantt-block", ...[b.cls].flat()], ...(b.data || {}) };
+  const g = s("g", attrs);
+  g.append(s("rect", { x: x0, y: lane.y, width: w, height: lane.h, fill: b.fill, stroke: b.stroke || "var(--card, white)",
+                       "stroke-width": b.stroke ? 1.5 : 1, rx: Math.min(3, w / 3) }));
+  if (b.title) g.append(s("title", {}, b.title));
+  const text = fitText(b, w, charPx);
+  if (text) {
+    g.append(s("text", { x: x0 + w / 2, y: lane.y + lane.h / 2, "text-anchor": "middle", "dominant-baseline": "central",
+                         class: "gantt-text", fill: b.ink || "white" }, text));
+  }
+  return g;
+}

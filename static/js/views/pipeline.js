@@ -1,0 +1,410 @@
+/**
+ * Pipeline parallelism: the measured schedule as a Gantt chart (one row per rank, F/B/I/W blocks
+ * with their microbatch numbers, recvs and sends, arrows from each send to the recv that took it),
+ * the ideal grid of the same schedule from torch's own definitions below it (the same rows; notes
+ * where torch's grid was corrected), the bubble fraction measured against the grid and the formula,
+ * and the activations each rank holds over time against the bound of its schedule.
+ */
+
+import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { formatBytes } from "paralab/replay.js";
+import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
+import { p2pArrows, p2pBlock, spanExtent } from "paralab/views/timeline.js";
+
+export const KIND_COLOURS = { F: "#2563eb", B: "#16a34a", I: "#9333ea", W: "#d97706" };
+const KIND_NAMES = { F: "forward", B: "backward", I: "input gradient (½ of B)", W: "weight gradient (½ of B)" };
+const OTHER_COLOUR = "#64748b";
+const COLLECTIVE_COLOUR = "#334155";
+const OWN_ENGINE = { gpipe: "GPipe", "1f1b": "1F1B" };
+const SLOW_FACTOR = 3;
+
+/** Pipeline metrics this view shows (the numbers panel leaves them out). */
+export const PIPELINE_METRICS = ["bubble_fraction", "bubble_fraction_ideal", "activations_in_flight",
+  "peak_activations_in_flight", "peak_activation_bytes"];
+
+/** A colour mixed with white: `f` = 0 the colour, 1 white. */
+export function tint(hex, f) {
+  const n = parseInt(hex.slice(1), 16);
+  const mix = (c) => Math.round(c + (255 - c) * f);
+  return `rgb(${mix(n >> 16)}, ${mix((n >> 8) & 255)}, ${mix(n & 255)})`;
+}
+
+/** "2F0" → {stage: 2, kind: "F", mb: 0}; "(0F7;7B3)OVERLAP_F_B" → {overlap: [two actions]}; null → null. */
+export function parseAction(text) {
+  if (text === null || text === undefined) return null;
+  const overlap = /^\((.*)\)OVERLAP_F_B$/.exec(text);
+  if (overlap) return { overlap: overlap[1].split(";").map(parseAction).filter(Boolean), text };
+  const m = /^(\d+)([A-Z_]+?)(\d+)?$/.exec(text);
+  return m ? { stage: Number(m[1]), kind: m[2], mb: m[3] === undefined ? null : Number(m[3]), text } : { kind: "?", text };
+}
+
+/** The lesson's formula for the bubble of `schedule`: {text, num, den} or null where there is no closed form. */
+export function bubbleFormula(schedule, p, m, v) {
+  if (["gpipe", "1f1b", "GPipe", "1F1B"].includes(schedule)) return { text: "(p − 1) / (m + p − 1)", num: p - 1, den: m + p - 1 };
+  if (["Interleaved1F1B", "LoopedBFS"].includes(schedule)) return { text: "(p − 1) / (v·m + p − 1)", num: p - 1, den: v * m + p - 1 };
+  return null;
+}
+
+/** How many microbatches' activations rank `rank` may hold at most: 1F1B p − rank, GPipe m. */
+export function activationBound(schedule, p, m, rank) {
+  if (schedule === "1f1b" || schedule === "1F1B") return { value: p - rank, text: "p − rank" };
+  if (schedule === "gpipe" || schedule === "GPipe") return { value: m, text: "m" };
+  return null;
+}
+
+function scheduleOf(state, params) {
+  return state.schedule?.schedule || params?.schedule || "1f1b";
+}
+
+function look(kind, chunk) {
+  const base = KIND_COLOURS[kind] || OTHER_COLOUR;
+  return chunk > 0 ? { fill: tint(base, 0.62), stroke: base, ink: "#0f172a" } : { fill: base, stroke: null, ink: "white" };
+}
+
+/** Which of its stages a rank holds this one as: 0 the first, 1 the second (drawn lighter). */
+function chunkOf(placement, rank, stage) {
+  const mine = placement?.[rank];
+  const i = mine ? mine.indexOf(stage) : -1;
+  return i > 0 ? i : 0;
+}
+
+function stagesText(placement, rank) {
+  const mine = placement?.[rank];
+  if (!mine) return null;
+  return mine.length === 1 ? `stage ${mine[0]}` : `stages ${mine.join(", ")}`;
+}
+
+function slowRanks(placement, slowStage, p) {
+  if (slowStage === null || slowStage === undefined) return new Set();
+  if (placement) return new Set(placement.map((stages, r) => (stages.includes(slowStage) ? r : -1)).filter((r) => r >= 0));
+  return new Set(slowStage < p ? [slowStage] : []);
+}
+
+// ---- the measured Gantt chart ----------------------------------------------------------------------
+
+function ganttRows(state, { placement, slow, extent }) {
+  const seq = state.event?.seq;
+  const makespan = extent ? extent.end - extent.start : 0;
+  return state.ranks.map((rs) => {
+    const compute = [];
+    const comm = [];
+    let busy = 0;
+    for (const sp of rs.spans) {
+      const t1 = sp.t1 ?? state.tNow;
+      const current = sp.seq === seq || sp.end?.seq === seq;
+      if (sp.kind === "compute") {
+        const stage = sp.begin?.stage;
+        const mb = sp.begin?.microbatch;
+        const chunk = chunkOf(placement, rs.rank, stage);
+        const colours = look(sp.name, chunk);
+        busy += t1 - sp.t0;
+        compute.push({ t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
+                       data: { "data-kind": sp.name, "data-mb": mb, "data-stage": stage },
+                       title: `rank ${rs.rank} · stage ${stage} · ${sp.name} of microbatch ${mb}${sp.t1 === null ? " (running)" : ` · ${formatMs(sp.t1 - sp.t0)}`}` });
+      } else if (sp.kind === "p2p") {
+        comm.push(p2pBlock(sp, state, current ? { cls: [sp.op, "current"] } : {}));
+      } else {
+        comm.push({ t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
+                    title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${sp.label}` : ""}` });
+      }
+    }
+    const share = makespan > 0 ? busy / makespan : null;
+    return {
+      rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? `slow ×${SLOW_FACTOR}` : null,
+      cls: slow.has(rs.rank) && "slow",
+      lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute }, { height: 0.75, cls: "comm-lane", blocks: comm }],
+      right: share === null ? "" : `busy ${Math.round(100 * Math.min(1, share))}%`,
+      rightTitle: "time this rank computed, as a share of the pipeline's makespan so far", busy,
+    };
+  });
+}
+
+// ---- the ideal grid ------------------------------------------------------------------------------------
+
+function idealGridSvg(schedule, frame, { slow, cursorSlot = null }) {
+  const rem = frame.rem;
+  const grid = schedule.grid || [];
+  const cols = Math.max(1, ...grid.map((row) => row.length));
+  const cw = frame.plot / cols;
+  const ch = 1.7 * rem;
+  const gap = 1.3 * rem;
+  const top = 0.3 * rem;
+  const height = top + grid.length * (ch + gap) + 2.2 * rem;
+  const svg = s("svg", { class: "gantt ideal-grid", viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height, role: "img",
+                         "aria-label": `the ideal ${schedule.schedule} grid: ${grid.length} ranks × ${cols} slots`, style: `font-size: ${0.78 * rem}px` });
+  const charPx = 0.84 * rem * 0.62;
+  grid.forEach((row, r) => {
+    const y = top + r * (ch + gap);
+    const g = s("g", { class: ["gantt-row", "ideal-row", slow.has(r) && "slow"], "data-rank": r });
+    g.append(s("rect", { x: frame.left, y, width: frame.plot, height: ch, class: "gantt-row-bg" }));
+    const placement = schedule.placement;
+    g.append(rowLabel({ rank: r, sub: stagesText(placement, r) }, y, ch, frame, { chip: false }));
+    let busy = 0;
+    row.forEach((cell, c) => {
+      const action = parseAction(cell);
+      const x = frame.left + c * cw;
+      if (!action) {
+        g.append(s("rect", { x: x + 0.5, y, width: cw - 1, height: ch, class: "ideal-idle" }));
+        return;
+      }
+      busy += 1;
+      const parts = action.overlap || [action];
+      const ph = ch / parts.length;
+      const cell_ = s("g", { class: ["ideal-cell", action.overlap && "overlap"], "data-action": cell });
+      parts.forEach((a, k) => {
+        const colours = look(a.kind, chunkOf(placement, r, a.stage));
+        cell_.append(s("rect", { x: x + 0.5, y: y + k * ph, width: cw - 1, height: ph, fill: colours.fill, stroke: colours.stroke || "none", "stroke-width": colours.stroke ? 1.2 : 0 }));
+        const text = fitText({ text: parts.length > 1 ? `${a.kind}${a.mb}` : a.mb, short: a.mb }, cw, charPx * (parts.length > 1 ? 0.8 : 1));
+        if (text) {
+          cell_.append(s("text", { x: x + cw / 2, y: y + k * ph + ph / 2, "text-anchor": "middle", "dominant-baseline": "central",
+                                   class: ["gantt-text", parts.length > 1 && "small"], fill: colours.ink }, text));
+        }
+      });
+      cell_.append(s("title", {}, `slot ${c}: ${action.overlap ? `${action.overlap.map((a) => `stage ${a.stage} ${a.kind}${a.mb}`).join(" overlapped with ")}` : `stage ${action.stage} ${KIND_NAMES[action.kind] || action.kind} of microbatch ${action.mb}`}`));
+      g.append(cell_);
+    });
+    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + ch / 2, "dominant-baseline": "central", class: "gantt-right" }, `busy ${Math.round((100 * busy) / cols)}%`));
+    svg.append(g);
+  });
+  const bottom = top + grid.length * (ch + gap) - gap;
+  const every = cols > 40 ? 10 : 5;
+  for (let c = 0; c <= cols; c += every) {
+    const x = frame.left + c * cw;
+    svg.append(s("line", { x1: x, x2: x, y1: top, y2: bottom + 0.3 * rem, class: "gantt-grid" }),
+      s("text", { x, y: bottom + 1.0 * rem, "text-anchor": c === 0 ? "start" : "middle", class: "gantt-tick" }, String(c)));
+  }
+  svg.append(s("text", { x: frame.left + frame.plot / 2, y: bottom + 2.0 * rem, "text-anchor": "middle", class: "gantt-axis-label" },
+    "slots of the ideal schedule: every action one unit of time"));
+  if (cursorSlot !== null) svg.append(s("line", { x1: cursorSlot, x2: cursorSlot, y1: top, y2: bottom, class: "gantt-now" }));
+  return svg;
+}
+
+// ---- the bubble --------------------------------------------------------------------------------------
+
+function bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage }) {
+  const measured = state.metrics.get("bubble_fraction");
+  const ideal = state.metrics.get("bubble_fraction_ideal");
+  const idealValue = ideal?.value ?? state.schedule?.bubble_fraction;
+  const formula = bubbleFormula(schedule, p, m, v);
+  const row = (cls, label, value, how, pending) => h("div", { class: ["bubble-row", cls, pending && "pending"] },
+    h("span", { class: "bubble-label" }, label),
+    h("span", { class: "bubble-bar", "aria-hidden": "true" }, h("span", { style: { width: `${Math.max(0, Math.min(1, value ?? 0)) * 100}%` } })),
+    h("strong", { class: "value" }, value === null || value === undefined ? "…" : value.toFixed(3)),
+    h("span", { class: "bubble-how" }, how));
+  const rows = [
+    measured
+      ? row("measured", "measured", measured.value, "idle ÷ (ranks × makespan), timed by the ranks")
+      : row("measured", liveBubble === null ? "measured" : "so far", liveBubble, liveBubble === null ? "arrives at the end of the run" : "from the blocks drawn so far; the ranks report the final number at the end", true),
+    row("ideal", "ideal grid", idealValue ?? null, "idle slots of the grid below"),
+  ];
+  const gap = measured && idealValue !== undefined ? measured.value - idealValue : null;
+  return h("div", { class: "bubble-meter" },
+    h("h3", {}, "Bubble fraction ", h("span", { class: "panel-note" }, "the share of rank-time spent idle")),
+    rows,
+    formula
+      ? h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "), h("code", {}, formula.text),
+          ` = ${formula.num}/${formula.den} = `, h("strong", {}, (formula.num / formula.den).toFixed(3)),
+          h("span", { class: "bubble-symbols" }, ` with p = ${p} ranks, m = ${m} microbatches${formula.text.includes("v") ? `, v = ${v} stages per rank` : ""}`))
+      : h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "),
+          "no closed form — this schedule fills the bubble with weight-gradient (W) work; the grid's idle slots are the prediction"),
+    gap !== null
+      ? h("p", { class: "bubble-gap" }, gap > 0.02
+        ? `Measured is ${gap.toFixed(3)} above the grid: the grid counts every action as one slot and nothing else, while the ranks also spend time in send/recv${slowStage === null || slowStage === undefined ? "" : ` — and stage ${slowStage} is ${SLOW_FACTOR}× slower, so every other rank waits for it`}.`
+        : "Measured matches the grid within 0.02.")
+      : null);
+}
+
+// ---- activations in flight -------------------------------------------------------------------------
+
+function activationsSvg(state, frame, axis, { schedule, p, m, slow }) {
+  const rem = frame.rem;
+  const X = xScale(frame, axis);
+  const series = state.rankMetrics.get("activations_in_flight") || new Map();
+  const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
+  const peakBytes = state.rankMetrics.get("peak_activation_bytes") || new Map();
+  let top = 1;
+  for (const rs of state.ranks) {
+    const b = activationBound(schedule, p, m, rs.rank);
+    if (b) top = Math.max(top, b.value);
+    for (const e of series.get(rs.rank) || []) top = Math.max(top, e.value);
+  }
+  const rowH = 2.6 * rem;
+  const gap = 0.5 * rem;
+  const y0 = 0.4 * rem;
+  const height = y0 + state.ranks.length * (rowH + gap) + 1.9 * rem;
+  const svg = s("svg", { class: "gantt activations-chart", viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height, role: "img",
+                         "aria-label": "activations in flight on each rank over time", style: `font-size: ${0.78 * rem}px` });
+  state.ranks.forEach((rs, i) => {
+    const y = y0 + i * (rowH + gap);
+    const Y = (v) => y + rowH - (v / top) * rowH;
+    const g = s("g", { class: ["gantt-row", "activation-row", slow.has(rs.rank) && "slow"], "data-rank": rs.rank });
+    g.append(s("rect", { x: frame.left, y, width: frame.plot, height: rowH, class: "gantt-row-bg" }));
+    g.append(s("text", { x: 0.3 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "act-rank" }, `rank ${rs.rank}`));
+    for (const v of [0, top]) {
+      g.append(s("text", { x: frame.left - 0.35 * rem, y: Y(v), "text-anchor": "end", "dominant-baseline": "central", class: "gantt-tick" }, String(v)));
+    }
+    const points = series.get(rs.rank) || [];
+    let d = `M${X(axis.start).toFixed(1)},${Y(0).toFixed(1)}`;
+    let level = 0;
+    let peak = 0;
+    let peakB = 0;
+    for (const e of points) {
+      const x = Math.max(frame.left, Math.min(frame.right, X(e.t))).toFixed(1);
+      d += ` H${x} V${Y(e.value).toFixed(1)}`;
+      level = e.value;
+      peak = Math.max(peak, e.value);
+      peakB = Math.max(peakB, e.bytes || 0);
+    }
+    const tEnd = Math.min(axis.end, state.tNow);
+    d += ` H${X(tEnd).toFixed(1)}`;
+    g.append(s("path", { d: `${d} V${Y(0).toFixed(1)} Z`, class: "act-area" }), s("path", { d, class: "act-line" }));
+    const bound = activationBound(schedule, p, m, rs.rank);
+    if (bound) {
+      const nearTop = Y(bound.value) - y < 0.9 * rem;
+      g.append(s("line", { x1: frame.left, x2: frame.right, y1: Y(bound.value), y2: Y(bound.value), class: "act-bound" }),
+        s("text", { x: frame.left + 0.3 * rem, y: Y(bound.value) + (nearTop ? 0.75 : -0.35) * rem, class: "act-bound-label" }, `bound ${bound.text} = ${bound.value}`));
+    }
+    const reported = peaks.get(rs.rank)?.at(-1)?.value;
+    const reportedBytes = peakBytes.get(rs.rank)?.at(-1)?.value;
+    const shownPeak = reported ?? peak;
+    const over = bound && shownPeak > bound.value;
+    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 - 0.5 * rem, "dominant-baseline": "central", class: ["gantt-right", "act-peak", over && "over"] },
+      `peak ${shownPeak}${bound ? (over ? " ✗" : " ✓") : ""}`, s("title", {}, bound ? `peak ${shownPeak}, bound ${bound.text} = ${bound.value}` : `peak ${shownPeak}`)));
+    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 + 0.55 * rem, "dominant-baseline": "central", class: "gantt-right act-bytes" },
+      formatBytes(reportedBytes ?? peakB)));
+    g.append(s("title", {}, `rank ${rs.rank}: ${level} microbatch${level === 1 ? "" : "es"} of activations held now; peak ${shownPeak}${bound ? ` (bound ${bound.text} = ${bound.value})` : ""}`));
+    svg.append(g);
+  });
+  const bottom = y0 + state.ranks.length * (rowH + gap) - gap;
+  for (let t = axis.start, i = 0; t <= axis.end + 1e-9; t += axis.step, i++) {
+    svg.append(s("text", { x: X(t), y: bottom + 1.0 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(t - axis.start)));
+  }
+  const e = state.event;
+  if (e && e.t >= axis.start && e.t <= axis.end) svg.append(s("line", { x1: X(e.t), x2: X(e.t), y1: y0, y2: bottom, class: "gantt-now" }));
+  return svg;
+}
+
+// ---- the panel -------------------------------------------------------------------------------------------
+
+function describeSchedule(schedule, p, m, v, params) {
+  const who = OWN_ENGINE[schedule] ? `${OWN_ENGINE[schedule]}, paralab's own engine (engine.py)` : `torch.distributed.pipelining's Schedule${schedule.replace(/^Schedule/, "")}`;
+  const bits = [`p = ${p} ranks`, `m = ${m} microbatches`];
+  if (v > 1) bits.push(`v = ${v} stages per rank`);
+  if (params?.delay_ms !== undefined) bits.push(`F ${params.delay_ms} ms, B ${2 * params.delay_ms} ms of added compute`);
+  if (params?.slow_stage !== null && params?.slow_stage !== undefined) bits.push(`stage ${params.slow_stage} ${SLOW_FACTOR}× slower`);
+  return h("p", { class: "pipeline-head" }, h("strong", {}, who), ` · ${bits.join(" · ")}`);
+}
+
+function kindLegend(kinds, v, anyP2p) {
+  return h("div", { class: "gantt-legend" },
+    ["F", "B", "I", "W"].filter((k) => kinds.has(k)).map((k) => h("span", { class: "key" },
+      h("span", { class: "swatch", style: { background: KIND_COLOURS[k] } }), h("strong", {}, k), ` ${KIND_NAMES[k]}`)),
+    v > 1 ? h("span", { class: "key" }, h("span", { class: "swatch", style: { background: tint(KIND_COLOURS.F, 0.62), borderColor: KIND_COLOURS.F } }), "lighter: a rank's second stage") : null,
+    anyP2p ? [h("span", { class: "key" }, h("span", { class: "swatch", style: { background: "#cbd5e1" } }), "recv (waiting)"),
+      h("span", { class: "key" }, h("span", { class: "arrow-key", "aria-hidden": "true" }, "▼"), "send"),
+      h("span", { class: "key" }, h("span", { class: "arrow-key", "aria-hidden": "true" }, "↘"), "from a send to the recv that took it")] : null,
+    h("span", { class: "key" }, h("span", { class: "swatch idle" }), "idle: the bubble"),
+    h("span", { class: "key note" }, "numbers on the blocks: microbatches"));
+}
+
+/** Draw the pipeline panel; returns false when the run has nothing pipeline-like to show. */
+export function renderPipeline(container, state, { runId, params }) {
+  const hasCompute = state.ranks.some((rs) => rs.spans.some((sp) => sp.kind === "compute"));
+  if (!state.schedule && !hasCompute) {
+    changed(container, "none");
+    fill(container, h("p", { class: "empty" }, "The Gantt chart of the schedule fills in here as the stages run."));
+    return true;
+  }
+  const rem = remPx();
+  const width = Math.max(560, container.clientWidth || 1000);
+  const key = [runId, state.index, width, rem].join(",");
+  if (!changed(container, key)) return true;
+
+  const schedule = scheduleOf(state, params);
+  const p = state.ranks.length;
+  const m = params?.microbatches ?? 0;
+  const v = params?.virtual_stages ?? 1;
+  const placement = state.schedule?.placement || null;
+  const slow = slowRanks(placement, params?.slow_stage, p);
+  const isCompute = (sp) => sp.kind === "compute";
+  const computeExtent = spanExtent(state, isCompute);
+  const all = spanExtent(state);
+  const frame = ganttFrame({ width, rem });
+  let section = [];
+  const kinds = new Set();
+  for (const rs of state.ranks) for (const sp of rs.spans) if (sp.kind === "compute") kinds.add(sp.name);
+  for (const row of state.schedule?.grid || []) for (const cell of row) {
+    const a = parseAction(cell);
+    for (const part of a?.overlap || (a ? [a] : [])) kinds.add(part.kind);
+  }
+  if (computeExtent) {
+    const start = computeExtent.start - 0.01 * (all.end - computeExtent.start);
+    const axis = timeAxis(start, Math.max(all.end, computeExtent.end));
+    const rows = ganttRows(state, { placement, slow, extent: computeExtent });
+    const liveBubble = computeExtent && p > 0
+      ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
+    section = [
+      h("h3", { class: "chart-title" }, "Measured ", h("span", { class: "panel-note" }, "each rank's stage actions as they ran; rows grow as events arrive")),
+      h("div", { class: "gantt-wrap" }, ganttSvg({ rows, arrows: p2pArrows(state, (r) => r), axis, frame, now: state.event?.t ?? null,
+        className: "pipeline-gantt", axisLabel: "time since the first stage action (ms)", ariaLabel: `pipeline Gantt chart of ${p} ranks`, gap: 0.7 })),
+      { liveBubble, axis },
+    ];
+  } else {
+    section = [h("p", { class: "empty" }, "No stage has computed yet at this step."), { liveBubble: null, axis: null }];
+  }
+  const { liveBubble, axis } = section.pop();
+  const notes = state.schedule?.notes || [];
+  fill(container,
+    describeSchedule(schedule, p, m, v, params),
+    kindLegend(kinds, v, state.p2p.length > 0),
+    section,
+    state.schedule
+      ? h("div", { class: "ideal" },
+          h("h3", { class: "chart-title" }, "Ideal ", h("span", { class: "panel-note" },
+            OWN_ENGINE[schedule] ? "the order paralab's engine runs, each action one slot, as early as its inputs allow"
+              : `torch's own order of actions for Schedule${schedule}, each one slot, as early as its inputs allow`)),
+          h("div", { class: "gantt-wrap" }, idealGridSvg(state.schedule, frame, { slow })),
+          notes.length
+            ? h("div", { class: "grid-notes", role: "note" },
+                h("strong", {}, "⚠ torch's grid is wrong here — corrected: "),
+                h("ul", {}, notes.map((n) => h("li", {}, n))),
+                h("p", {}, "The grid above is the corrected one: the order the ranks actually ran."))
+            : null)
+      : h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event."),
+    h("div", { class: "pipeline-numbers" },
+      bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage: params?.slow_stage }),
+      peakTable(state, { schedule, p, m })),
+    axis
+      ? h("div", { class: "activations" },
+          h("h3", { class: "chart-title" }, "Activations in flight ", h("span", { class: "panel-note" },
+            "microbatches whose activations each rank keeps for its backward; same time axis as the chart above")),
+          h("div", { class: "gantt-wrap" }, activationsSvg(state, frame, axis, { schedule, p, m, slow })))
+      : null);
+  return true;
+}
+
+function peakTable(state, { schedule, p, m }) {
+  const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
+  const bytes = state.rankMetrics.get("peak_activation_bytes") || new Map();
+  const series = state.rankMetrics.get("activations_in_flight") || new Map();
+  const rows = state.ranks.map((rs) => {
+    const b = activationBound(schedule, p, m, rs.rank);
+    const reported = peaks.get(rs.rank)?.at(-1)?.value;
+    const sofar = Math.max(0, ...(series.get(rs.rank) || []).map((e) => e.value));
+    const peak = reported ?? sofar;
+    const pb = bytes.get(rs.rank)?.at(-1)?.value ?? Math.max(0, ...(series.get(rs.rank) || []).map((e) => e.bytes || 0));
+    return h("tr", { "data-rank": rs.rank, class: b && peak > b.value ? "over" : null },
+      h("th", { scope: "row" }, `rank ${rs.rank}`),
+      h("td", { class: "num" }, String(peak), reported === undefined ? h("span", { class: "pending" }, " so far") : null),
+      h("td", { class: "num" }, b ? `${b.value}` : "–"),
+      h("td", { class: "num" }, formatBytes(pb)));
+  });
+  const bound = activationBound(schedule, p, m, 0);
+  return h("div", { class: "peak-table" },
+    h("h3", {}, "Peak activations ", h("span", { class: "panel-note" },
+      bound ? (bound.text === "m" ? "GPipe: every rank holds all m" : "1F1B: rank r at most p − r") : "per rank")),
+    h("table", { class: "peaks" },
+      h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "peak"), h("th", { class: "num" }, bound ? `bound ${bound.text}` : "bound"), h("th", { class: "num" }, "bytes"))),
+      h("tbody", {}, rows)));
+}
+
