@@ -1,0 +1,232 @@
+/**
+ * 3D parallelism's process groups: every rank drawn at its (dp, stage, tp) place — one plane per
+ * data-parallel replica, stages as rows, tensor-parallel ranks as columns, so that
+ *   a row of a plane is a TP group, a column a PP pipeline, the same place in every plane a DP group
+ *   (rank = dp·(pp·tp) + stage·tp + tp_rank).
+ * A group lights up while a collective of it runs at the cursor; a send/recv lights its two ranks'
+ * link. Below: the traffic of each kind of group so far, and the DP sync's bytes against the formula.
+ */
+
+import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { rankColour } from "paralab/palette.js";
+import { formatBytes } from "paralab/replay.js";
+import { GROUP_COLOURS, groupKind } from "paralab/views/timeline.js";
+
+export const TOPOLOGY_METRICS = ["dp_sync_bytes"];
+const KIND_NAMES = { tp: "TP", pp: "PP", dp: "DP" };
+
+/** The rank at (d, s, t). */
+export function rankAt(topology, d, s_, t) {
+  return d * topology.pp * topology.tp + s_ * topology.tp + t;
+}
+
+/** The groups and send/recv links at work at the cursor: collectives begun and not yet ended by every member, recvs waiting. */
+export function activeAt(state) {
+  const groups = [];
+  const e = state.event;
+  for (const c of state.collectives.values()) {
+    const current = e?.kind === "collective" && c === state.current;
+    const running = c.begins.size > 0 && c.ends.size < c.ranks.length;
+    if (!current && !running) continue;
+    groups.push({ kind: groupKind(c.group), ranks: c.ranks, c, current });
+  }
+  const links = [];
+  for (const sp of state.p2p) {
+    const current = e?.kind === "p2p" && (sp.seq === e.seq || sp.end?.seq === e.seq);
+    const waiting = sp.op === "recv" && sp.t1 === null;
+    if (!current && !waiting) continue;
+    if (sp.peer === null || sp.peer === undefined) continue;
+    const [from, to] = sp.op === "send" ? [sp.rank, sp.peer] : [sp.peer, sp.rank];
+    links.push({ from, to, current, span: sp });
+  }
+  return { groups, links };
+}
+
+function layout(topology, width, rem) {
+  const { tp, pp, dp } = topology;
+  const unit = { bw: 6.4, bh: 3.4, gx: 1.0, gy: 1.2, pad: 1.0, between: 2.4, head: 2.2, rowLabel: 3.8 };
+  const planeW = unit.rowLabel + tp * unit.bw + (tp - 1) * unit.gx + 2 * unit.pad;
+  const planeH = unit.head + pp * unit.bh + (pp - 1) * unit.gy + 2 * unit.pad;
+  const totalW = dp * planeW + (dp - 1) * unit.between;
+  const k = Math.min(rem, width / totalW);      // px per unit: 1rem, or less to fit
+  const box = (r) => {
+    const [d, st, t] = topology.coordinates[r];
+    const x = (d * (planeW + unit.between) + unit.pad + unit.rowLabel + t * (unit.bw + unit.gx)) * k;
+    const y = (unit.head + unit.pad + st * (unit.bh + unit.gy)) * k;
+    return { x, y, w: unit.bw * k, h: unit.bh * k, cx: x + (unit.bw * k) / 2, cy: y + (unit.bh * k) / 2 };
+  };
+  return { k, unit, planeW: planeW * k, planeH: planeH * k, width: totalW * k, height: planeH * k + 0.4 * k, box,
+           planeX: (d) => d * (planeW + unit.between) * k };
+}
+
+function hull(boxes, k, pad = 0.45) {
+  const x0 = Math.min(...boxes.map((b) => b.x)) - pad * k;
+  const y0 = Math.min(...boxes.map((b) => b.y)) - pad * k;
+  const x1 = Math.max(...boxes.map((b) => b.x + b.w)) + pad * k;
+  const y1 = Math.max(...boxes.map((b) => b.y + b.h)) + pad * k;
+  return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+}
+
+function drawGrid(topology, state, width, rem) {
+  const L = layout(topology, width, rem);
+  const { k, unit } = L;
+  const { groups, links } = activeAt(state);
+  const svg = s("svg", { class: "topology-svg", viewBox: `0 0 ${L.width} ${L.height}`, width: L.width, height: L.height, role: "img",
+                         "aria-label": `${topology.dp} replicas × ${topology.pp} stages × ${topology.tp} tensor-parallel ranks`,
+                         style: `font-size: ${0.8 * k}px` });
+  svg.append(s("defs", {}, ["tp", "pp", "dp"].map((kind) =>
+    s("marker", { id: `topo-arrow-${kind}`, viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 4, markerHeight: 4, orient: "auto" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", fill: GROUP_COLOURS[kind] })))));
+  for (let d = 0; d < topology.dp; d++) {
+    const x = L.planeX(d);
+    svg.append(s("rect", { x: x + 0.1 * k, y: 0.1 * k, width: L.planeW - 0.2 * k, height: L.planeH - 0.2 * k, rx: 0.6 * k, class: "topo-plane" }),
+      s("text", { x: x + L.planeW / 2, y: 1.3 * k, "text-anchor": "middle", class: "topo-plane-title" },
+        topology.dp > 1 ? `DP replica ${d}` : "the model (one replica)"));
+    for (let st = 0; st < topology.pp; st++) {
+      const b = L.box(rankAt(topology, d, st, 0));
+      svg.append(s("text", { x: x + (unit.pad + unit.rowLabel - 0.5) * k, y: b.cy, "text-anchor": "end", "dominant-baseline": "central", class: "topo-axis" }, `stage ${st}`));
+    }
+  }
+  // lit groups: behind the boxes
+  const lit = new Map();   // rank → kinds lit
+  for (const g of groups) {
+    const boxes = g.ranks.filter((r) => r < topology.coordinates.length).map(L.box);
+    if (!boxes.length) continue;
+    for (const r of g.ranks) lit.set(r, [...(lit.get(r) || []), g.kind]);
+    const colour = GROUP_COLOURS[g.kind] || GROUP_COLOURS.world;
+    const attrs = { class: ["topo-group", g.kind, g.current && "current"], "data-kind": g.kind, "data-ranks": g.ranks.join(","),
+                    stroke: colour, fill: colour };
+    if (g.kind === "dp") {
+      // the members sit in different planes: a band through them, and a ring around each
+      const path = boxes.map((b, i) => `${i ? "L" : "M"}${b.cx.toFixed(1)},${(b.y + b.h + 0.3 * k).toFixed(1)}`).join(" ");
+      svg.append(s("g", attrs,
+        s("path", { d: path, class: "topo-dp-link", fill: "none", "stroke-width": 0.35 * k }),
+        boxes.map((b) => s("rect", { x: b.x - 0.3 * k, y: b.y - 0.3 * k, width: b.w + 0.6 * k, height: b.h + 0.6 * k, rx: 0.5 * k, class: "topo-hull" })),
+        s("title", {}, `DP group ${g.ranks.join(", ")}: ${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`)));
+    } else {
+      const hb = hull(boxes, k);
+      svg.append(s("g", attrs, s("rect", { x: hb.x, y: hb.y, width: hb.w, height: hb.h, rx: 0.6 * k, class: "topo-hull" }),
+        s("title", {}, `${KIND_NAMES[g.kind] || g.kind} group ${g.ranks.join(", ")}: ${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`)));
+    }
+  }
+  const current = state.event?.rank;
+  for (let r = 0; r < topology.coordinates.length; r++) {
+    const b = L.box(r);
+    const [d, st, t] = topology.coordinates[r];
+    const kinds = lit.get(r) || [];
+    svg.append(s("g", { class: ["topo-rank", kinds.length && "active", current === r && "current"], "data-rank": r,
+                        "data-active": kinds.join(" ") || null },
+      s("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 0.45 * k, class: "topo-box", style: `--rank: ${rankColour(r)}` }),
+      s("rect", { x: b.x, y: b.y, width: 0.5 * k, height: b.h, rx: 0.2 * k, fill: rankColour(r) }),
+      s("text", { x: b.cx + 0.2 * k, y: b.cy - 0.55 * k, "text-anchor": "middle", "dominant-baseline": "central", class: "topo-rank-label" }, `rank ${r}`),
+      s("text", { x: b.cx + 0.2 * k, y: b.cy + 0.85 * k, "text-anchor": "middle", "dominant-baseline": "central", class: "topo-coords" }, `d${d} · s${st} · t${t}`),
+      s("title", {}, `rank ${r} = ${d}·${topology.pp * topology.tp} + ${st}·${topology.tp} + ${t}: replica ${d}, stage ${st}, tensor-parallel rank ${t}`)));
+  }
+  for (const ln of links) {
+    if (ln.from >= topology.coordinates.length || ln.to >= topology.coordinates.length) continue;
+    const a = L.box(ln.from);
+    const b = L.box(ln.to);
+    const down = b.cy > a.cy;
+    const y0 = down ? a.y + a.h : a.y;
+    const y1 = down ? b.y : b.y + b.h;
+    svg.append(s("path", { d: `M${a.cx + (down ? -0.6 : 0.6) * k},${y0} L${b.cx + (down ? -0.6 : 0.6) * k},${y1}`, class: ["topo-link", ln.current && "current"],
+                           stroke: GROUP_COLOURS.pp, "stroke-width": 0.3 * k, "marker-end": "url(#topo-arrow-pp)",
+                           "data-from": ln.from, "data-to": ln.to },
+      s("title", {}, `${ln.span.label || "send/recv"}: rank ${ln.from} → rank ${ln.to}`)));
+  }
+  return { svg, groups, links };
+}
+
+function nowLine(groups, links, state) {
+  const e = state.event;
+  const cur = groups.find((g) => g.current) || groups[0];
+  if (cur) {
+    const waiting = cur.c.ranks.filter((r) => !cur.c.begins.has(r));
+    return h("p", { class: ["topo-now", cur.kind] },
+      h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[cur.kind] || GROUP_COLOURS.world } }, KIND_NAMES[cur.kind] || cur.kind),
+      ` ${cur.c.op.replace(/_/g, "-")} among ranks ${cur.ranks.join(", ")}`, cur.c.label ? ` — ${cur.c.label}` : "",
+      waiting.length ? h("span", { class: "topo-wait" }, ` (waiting for rank${waiting.length > 1 ? "s" : ""} ${waiting.join(", ")})`) : "",
+      groups.length > 1 ? h("span", { class: "topo-more" }, ` · ${groups.length - 1} more group${groups.length > 2 ? "s" : ""} busy`) : "");
+  }
+  const ln = links.find((l) => l.current) || links[0];
+  if (ln) {
+    return h("p", { class: "topo-now pp" }, h("span", { class: "topo-kind", style: { background: GROUP_COLOURS.pp } }, "PP"),
+      ` rank ${ln.from} → rank ${ln.to}`, ln.span.label ? ` — ${ln.span.label.replace(/^(send|recv) /, "")}` : "");
+  }
+  return h("p", { class: "topo-now idle" }, e ? "No group communicates at this step: the ranks compute." : "");
+}
+
+function traffic(state) {
+  const rows = new Map();
+  const add = (kind, bytes) => {
+    if (!rows.has(kind)) rows.set(kind, { calls: 0, bytes: 0 });
+    const r = rows.get(kind);
+    r.calls += 1;
+    r.bytes += bytes || 0;
+  };
+  for (const c of state.collectives.values()) add(groupKind(c.group), c.begins.values().next().value?.bytes ?? c.bytes);
+  for (const sp of state.p2p) if (sp.op === "send") add("pp", sp.begin?.bytes);
+  return rows;
+}
+
+function dpSync(state, params) {
+  const series = state.rankMetrics.get("dp_sync_bytes");
+  if (!series || !series.size) {
+    return h("p", { class: "dp-sync pending" }, "DP sync: each rank reports the bytes it all-reduced across replicas at the end of the run.");
+  }
+  const values = [...series.values()].map((list) => list.at(-1));
+  const e = values[0];
+  const same = values.every((x) => x.value === e.value && x.expected === e.expected);
+  const ratio = e.expected ? e.value / e.expected : null;
+  const m = params?.microbatches;
+  const mistake = params?.mistake || "none";
+  let verdict;
+  if (ratio !== null && ratio > 1.001) {
+    verdict = h("p", { class: "dp-verdict fail" }, h("strong", {}, `${Number(ratio.toFixed(2))}× the expected DP traffic. `),
+      mistake === "sync_every_microbatch"
+        ? `The gradients are all-reduced after every one of the m = ${m} microbatches instead of once after the last backward: the same numbers, m times the bytes.`
+        : "More gradient bytes crossed the replicas than one all-reduce of each gradient shard.");
+  } else if (mistake === "sync_before_last_backward") {
+    verdict = h("p", { class: "dp-verdict fail" }, h("strong", {}, "The right number of bytes at the wrong time: "),
+      "the sync runs before the last microbatch's backward, so that microbatch's gradient is never averaged — the gradient checks fail.");
+  } else {
+    verdict = h("p", { class: "dp-verdict pass" }, h("strong", {}, "✓ as expected: "), "one all-reduce of each gradient shard, once, after the last backward.");
+  }
+  return h("div", { class: "dp-sync" },
+    h("p", {}, h("span", { class: "label" }, "DP gradient sync per rank: "), h("strong", { class: "dp-measured" }, formatBytes(e.value)),
+      " measured · ", h("span", { class: "dp-expected" }, `${formatBytes(e.expected)} expected`),
+      e.formula ? [" (", h("code", {}, e.formula), ")"] : "",
+      same ? h("span", { class: "panel-note" }, `the same on all ${values.length} ranks`) : h("span", { class: "panel-note" }, "ranks differ")),
+    verdict);
+}
+
+export function renderTopology(container, state, { runId, params }) {
+  const topology = state.topology;
+  if (!topology) {
+    changed(container, "none");
+    fill(container, h("p", { class: "empty" }, "The process-group grid appears with rank 0's topology event."));
+    return true;
+  }
+  const rem = remPx();
+  const width = Math.max(320, container.clientWidth || 700);
+  const key = [runId, state.index, width, rem].join(",");
+  if (!changed(container, key)) return true;
+  const { svg, groups, links } = drawGrid(topology, state, width, rem);
+  const t = traffic(state);
+  fill(container,
+    h("p", { class: "topo-head" }, h("strong", {}, `tp = ${topology.tp} × pp = ${topology.pp} × dp = ${topology.dp} = ${topology.coordinates.length} ranks`),
+      " · ", h("code", {}, "rank = dp·(pp·tp) + stage·tp + tp_rank")),
+    h("div", { class: "topo-legend" },
+      ["tp", "pp", "dp"].map((kind) => h("span", { class: "key" }, h("span", { class: "swatch", style: { background: GROUP_COLOURS[kind] } }),
+        { tp: "TP group: a row of a plane", pp: "PP: a column, send → recv between stages", dp: "DP group: the same place in every plane" }[kind]))),
+    nowLine(groups, links, state),
+    h("div", { class: "topology-drawing" }, svg),
+    h("table", { class: "peaks topo-traffic" },
+      h("thead", {}, h("tr", {}, h("th", {}, "group"), h("th", { class: "num" }, "calls so far"), h("th", { class: "num" }, "bytes (each call's size, once)"))),
+      h("tbody", {}, ["tp", "pp", "dp"].filter((k) => t.has(k)).map((k) => h("tr", { "data-kind": k },
+        h("th", { scope: "row" }, h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[k] } }, KIND_NAMES[k]),
+          k === "pp" ? " send/recv" : " collectives"),
+        h("td", { class: "num" }, String(t.get(k).calls)), h("td", { class: "num" }, formatBytes(t.get(k).bytes)))))),
+    dpSync(state, params));
+  return true;
+}
