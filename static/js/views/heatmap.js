@@ -82,12 +82,18 @@ export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline =
     }
   }
   if (outline) {
+    // Replicated shards (several ranks holding the same block) nest: each copy's outline inside the last.
     const line = Math.max(2, Math.min(4, cell / 3));
+    const copies = new Map();
     g.lineWidth = line;
     for (const region of regions) {
+      const key = `${region.r0},${region.c0},${region.rows},${region.cols}`;
+      const k = copies.get(key) || 0;
+      copies.set(key, k + 1);
+      const inset = line / 2 + k * line;
       g.strokeStyle = rankColour(region.rank);
-      g.strokeRect(region.c0 * px + line / 2, region.r0 * py + line / 2,
-                   region.cols * px - line, region.rows * py - line);
+      g.strokeRect(region.c0 * px + inset, region.r0 * py + inset,
+                   Math.max(0, region.cols * px - 2 * inset), Math.max(0, region.rows * py - 2 * inset));
     }
   }
   canvas.heatmap = { name, rows, cols, regions, runId, valueAt: (r, c) => valueAt(regions, r, c) };

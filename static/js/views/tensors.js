@@ -23,6 +23,17 @@ function shardWhere(shard, fullShape) {
   return parts.join(", ") || "all of it";
 }
 
+/** Shards at the same place are copies of one block (e.g. GQA's KV heads on more ranks than heads). */
+function blocksOf(regions) {
+  const blocks = new Map();
+  for (const region of regions) {
+    const key = `${region.r0},${region.c0},${region.rows},${region.cols}`;
+    if (!blocks.has(key)) blocks.set(key, { ...region, ranks: [] });
+    blocks.get(key).ranks.push(region.rank);
+  }
+  return [...blocks.values()];
+}
+
 function placedCard(placed, ctx, fresh) {
   const [rows, cols] = matrixShape(placed.fullShape);
   const shards = [...placed.shards.values()].sort((a, b) => a.rank - b.rank);
@@ -33,14 +44,31 @@ function placedCard(placed, ctx, fresh) {
   });
   const limit = sharedLimit(shards.map((s) => s.tensor));
   const canvas = heatmapCanvas({ name: placed.name, rows, cols, regions, limit, box: ctx.box, outline: true, runId: ctx.runId });
-  return h("figure", { class: ["tensor-card", "placed", fresh && "fresh"], "data-tensor": placed.name },
+  const replicated = blocksOf(regions).filter((b) => b.ranks.length > 1);
+  const where = (s) => shardWhere(s, placed.fullShape);
+  const copiesOf = new Map(replicated.flatMap((b) => b.ranks.map((r) => [r, b])));
+  const listed = shards.filter((s) => !copiesOf.has(s.rank) || copiesOf.get(s.rank).ranks[0] === s.rank);
+  const cssW = parseFloat(canvas.style.width);
+  const cssH = parseFloat(canvas.style.height);
+  const badges = replicated.map((b) => h("span", { class: "copies-badge", "data-ranks": b.ranks.join(","), title: `ranks ${b.ranks.join(", ")} each hold this block`,
+    style: { left: `${((b.c0 + b.cols / 2) / cols) * cssW}px`, top: `${((b.r0 + b.rows / 2) / rows) * cssH}px` } },
+    (b.cols / cols) * cssW < 6 * remPx() ? `×${b.ranks.length}` : `×${b.ranks.length} copies`));
+  return h("figure", { class: ["tensor-card", "placed", fresh && "fresh", replicated.length && "replicated"], "data-tensor": placed.name },
     h("figcaption", {},
       h("strong", {}, placed.name), ` [${placed.fullShape.join("×")}] — `,
-      `${shards.length} of ${ctx.worldSize || shards.length} shards in place`),
-    h("div", { class: "canvas-wrap" }, canvas),
-    h("ul", { class: "shard-list" }, shards.map((s) =>
-      h("li", { style: { "--rank": rankColour(s.rank) } },
-        h("span", { class: "swatch", "aria-hidden": "true" }), `rank ${s.rank}: ${shardWhere(s, placed.fullShape)}`))),
+      `${shards.length} of ${ctx.worldSize || shards.length} shards in place`,
+      replicated.length ? h("span", { class: "replicated-note" },
+        ` · ${replicated.length} block${replicated.length > 1 ? "s" : ""} replicated ×${Math.max(...replicated.map((b) => b.ranks.length))}`) : null),
+    h("div", { class: ["canvas-wrap", badges.length && "has-badges"] }, canvas, badges),
+    h("ul", { class: "shard-list" }, listed.map((s) => {
+      const block = copiesOf.get(s.rank);
+      if (!block) {
+        return h("li", { style: { "--rank": rankColour(s.rank) } }, h("span", { class: "swatch", "aria-hidden": "true" }), `rank ${s.rank}: ${where(s)}`);
+      }
+      return h("li", { class: "replicated", style: { "--rank": rankColour(s.rank) } },
+        block.ranks.map((r) => h("span", { class: "swatch", style: { "--rank": rankColour(r) }, "aria-hidden": "true" })),
+        `ranks ${block.ranks.join(", ")}: ${where(s)} — the same block, ×${block.ranks.length} copies`);
+    })),
     legend(limit));
 }
 
