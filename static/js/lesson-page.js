@@ -26,6 +26,7 @@ import { renderExplanation } from "paralab/views/explanation.js";
 import { renderLanes } from "paralab/views/lanes.js";
 import { renderNow } from "paralab/views/now.js";
 import { originNames, renderOrigins } from "paralab/views/origins.js";
+import { renderParallelism } from "paralab/views/parallelism.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { renderRing, ringNames } from "paralab/views/ring.js";
 import { renderSource } from "paralab/views/source.js";
@@ -96,6 +97,7 @@ function render() {
   renderChecks($("#checks"), state, ctx);
   renderComm($("#comm"), state);
   $("#cost-panel").hidden = !renderCost($("#cost"), state, ctx);
+  renderParallelism(state, { ...ctx, lesson: lessonId, params: run?.params });
   renderFailure($("#failure"), state);
   renderTables(state, ctx);
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
