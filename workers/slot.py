@@ -22,10 +22,14 @@ from workers import supervisor
 from workers.launch_request import LaunchRequest
 
 
+def _spawn(module: str, *args: str) -> subprocess.Popen:
+    """A child interpreter that dies with this process (it checks PARALAB_PARENT_PID as it starts)."""
+    return subprocess.Popen([sys.executable, "-m", module, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PARALAB_PARENT_PID": str(os.getpid())})
+
+
 def _standby() -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "workers.standby"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
-    return process
+    return _spawn("workers.standby")
 
 
 def _wait_ready(standbys: list[subprocess.Popen]) -> None:
@@ -74,8 +78,7 @@ class SlotPool:
         return True
 
     def _start(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "workers.slot", str(self._standbys)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        return _spawn("workers.slot", str(self._standbys))
 
     def launch(self, request: LaunchRequest) -> int:
         if not self._next_ready:

@@ -8,13 +8,15 @@ import json
 import os
 import sys
 
-from workers import warm
-from workers.launch_request import LaunchRequest
 from workers.supervisor import die_with_parent
+
+die_with_parent()     # before importing torch (seconds): the slot may go away meanwhile
+
+from workers import warm  # noqa: E402
+from workers.launch_request import LaunchRequest  # noqa: E402
 
 
 def main() -> None:
-    die_with_parent()
     warm.warm_up()
     from workers.rank import run_rank
 

@@ -22,10 +22,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (a no-op elsewhere)."""
+    """Ask Linux to SIGKILL this process when its parent dies (a no-op elsewhere). A spawned
+    process calls it first thing; if the parent named in PARALAB_PARENT_PID is already gone (it
+    died while this one was starting), it exits at once."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    expected = os.environ.get("PARALAB_PARENT_PID")
+    if expected and os.getppid() != int(expected):
+        os._exit(1)
 
 
 class _TimeLimit(Exception):
