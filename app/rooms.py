@@ -128,7 +128,7 @@ class RoomManager:
                                                           separators=(",", ":")))
 
     def seek(self, room: Room, seq) -> None:
-        if not isinstance(seq, int) or seq < 0:
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
             raise RoomError("seek needs a non-negative integer seq")
         run = self.runs.get(room.run) if room.run else None
         room.cursor = min(seq, len(run.events)) if run else 0

@@ -76,8 +76,9 @@ async def room_socket(websocket: WebSocket, code: str, manager: RunManagerDep, s
         rooms.presenters[room.code] = rooms.presenters.get(room.code, 0) + 1
     try:
         async with rooms.hub.subscribe(rooms.topic(room)) as subscriber:
-            start = [rooms.state(room)] + rooms.backlog(room, since if run == room.run else 0)
-            sender = asyncio.create_task(_send(websocket, rooms, room, subscriber, start))
+            since = since if run == room.run else 0          # a `since` of another run means nothing
+            start = [rooms.state(room)] + rooms.backlog(room, since)
+            sender = asyncio.create_task(_send(websocket, rooms, room, subscriber, start, since))
             try:
                 await _receive(websocket, rooms, room, manager, settings, presenter)
             except WebSocketDisconnect:
@@ -89,9 +90,11 @@ async def room_socket(websocket: WebSocket, code: str, manager: RunManagerDep, s
             rooms.presenters[room.code] -= 1
 
 
-async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber, start: list[dict]):
-    """The state, the current run's backlog, then live messages — each event once."""
-    last: dict[str, int] = {}
+async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber, start: list[dict],
+                since: int = 0):
+    """The state, the current run's backlog, then live messages — each event once. A follower that
+    resumed with `since` had the room's run up to there: a resync must not send that again."""
+    last: dict[str, int] = {room.run: since} if room.run else {}
 
     async def send_event(message: dict, text: str | None = None):
         run_id, seq = message["run"], message["event"]["seq"]
@@ -121,9 +124,14 @@ async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber
 
 async def _receive(websocket, rooms: RoomManager, room: Room, manager, settings, presenter: bool):
     while True:
-        text = await websocket.receive_text()
+        received = await websocket.receive()
+        if received["type"] == "websocket.disconnect":
+            return
+        text = received.get("text")
         error = None
-        if len(text) > MAX_CONTROL_BYTES:
+        if text is None:                                    # a binary frame
+            error = 'a control message is a JSON object with an "op", sent as text'
+        elif len(text) > MAX_CONTROL_BYTES or len(text.encode()) > MAX_CONTROL_BYTES:
             error = f"control message too large (at most {MAX_CONTROL_BYTES} bytes)"
         elif not presenter:
             error = "only the presenter drives this room: open it with the presenter secret"
@@ -132,7 +140,7 @@ async def _receive(websocket, rooms: RoomManager, room: Room, manager, settings,
                 message = json.loads(text)
                 if not isinstance(message, dict) or "op" not in message:
                     raise ValueError
-            except ValueError:
+            except (ValueError, RecursionError):            # RecursionError: nested too deep
                 error = 'a control message is a JSON object with an "op"'
             else:
                 error = await _apply(rooms, room, manager, settings, message)
@@ -151,7 +159,10 @@ async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dic
         elif op == "seek":
             rooms.seek(room, message.get("seq"))
         elif op == "step":
-            rooms.step(room, message.get("by", 1) if isinstance(message.get("by", 1), int) else 1)
+            by = message.get("by", 1)
+            if isinstance(by, bool) or not isinstance(by, int):
+                return "step needs an integer `by` (default 1)"
+            rooms.step(room, by)
         elif op == "view":
             rooms.set_view(room, message.get("view"))
         elif op in ("release", "continue", "pause", "cancel"):
@@ -164,8 +175,8 @@ async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dic
             return manager.control(run, {k: v for k, v in control.items() if v is not None})
         else:
             return f"unknown op {op!r}: use run, step, seek, view, release, continue, pause or cancel"
-    except ValidationError as exc:
-        return exc.errors(include_url=False, include_context=False, include_input=False)
+    except ValidationError as exc:                       # `loc` as the REST API words it
+        return [{"loc": ["body", *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in exc.errors()]
     except RunRejected as exc:
         return exc.detail
     except RoomError as exc:
