@@ -23,9 +23,10 @@ RunManagerDep = Annotated[RunManager, Depends(get_manager)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def get_run(run_id: str, manager: RunManagerDep) -> Run:
+def get_run(run_id: str, manager: RunManagerDep, connection: HTTPConnection) -> Run:
+    from app.auth import current_user, may_see
     run = manager.get(run_id)
-    if run is None:
+    if run is None or not may_see(current_user(connection), run.owner):   # another user's run: 404 too
         raise HTTPException(404, detail=f"no run with id {run_id!r}")
     return run
 

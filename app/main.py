@@ -9,10 +9,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from app import auth
+from app.accounts import Accounts
 from app.hub import Hub
 from app.rooms import RoomManager
-from app.routes import export, lessons, pages, problems, rooms, runs, ws
+from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
 from app.runs import RunManager
+from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
 
 
@@ -23,7 +26,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         await app.state.manager.start()
         await app.state.rooms.start()
+        app.state.judge.start()
         yield
+        await app.state.judge.stop()
         await app.state.rooms.stop()
         await app.state.manager.stop()
 
@@ -34,8 +39,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.manager = RunManager(settings, hub)
     app.state.rooms = RoomManager(settings.DATA_DIR, hub, app.state.manager, settings.ROOM_TTL_S)
     app.state.judge_slots = asyncio.Semaphore(settings.JUDGE_CONCURRENCY)
+    # the hosted lab: accounts and the fair judge queue (docs/hosted-lab.md); sign-in only with PARALAB_AUTH=on
+    app.state.accounts = Accounts(settings.DATA_DIR / "lab.sqlite3")
+    app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots)
+    if auth.auth_on(settings):
+        from starlette.middleware.sessions import SessionMiddleware
+        if settings.ADMIN_PASSWORD:
+            app.state.accounts.ensure_admin(settings.ADMIN_USER, settings.ADMIN_PASSWORD)
+        app.add_middleware(auth.AuthGate, accounts=app.state.accounts)
+        app.add_middleware(SessionMiddleware, secret_key=auth.secret_key(settings), session_cookie="paralab_session",
+                           max_age=14 * 24 * 3600, same_site="lax", https_only=False)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
-    for module in (pages, lessons, runs, ws, rooms, export, problems):
+    for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab):
         app.include_router(module.router)
     return app

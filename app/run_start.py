@@ -33,7 +33,20 @@ def _backend(settings: Settings, devices: int, world_size: int) -> str:
     return settings.BACKEND
 
 
-async def start_run(manager: RunManager, settings: Settings, body: RunCreate) -> Run:
+def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> None:
+    """The hosted lab's limits on one user: runs in flight (queued or running), ranks for a student."""
+    if not user.admin and body.world_size > settings.MAX_RANKS_PER_STUDENT:
+        raise _invalid(["world_size"], f"a student may start at most {settings.MAX_RANKS_PER_STUDENT} ranks")
+    mine = sum(1 for r in manager.runs.values() if r.owner == user.name and not r.final)
+    if mine >= settings.MAX_RUNS_PER_USER:
+        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
+                          f"you have {mine} runs queued or running; the limit is {settings.MAX_RUNS_PER_USER}")
+
+
+async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None) -> Run:
+    """`user`: the hosted lab's signed-in user (owner of the run, held to the quotas); None in the lecture mode."""
+    if user is not None:
+        _quota(manager, settings, body, user)
     lesson = LESSONS.get(body.lesson)
     if lesson is None:
         raise _invalid(["lesson"], f"unknown lesson {body.lesson!r}; known: {', '.join(LESSONS)}")
@@ -57,6 +70,6 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate) ->
     values = params.model_dump()
     try:
         return manager.create(lesson.id, body.world_size, values, body.step, backend,
-                              values.get("timeout_s") or body.hang_timeout_s)
+                              values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None)
     except QueueFull as exc:
         raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))

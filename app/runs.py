@@ -35,6 +35,7 @@ class Run:
     params: dict
     step: bool = False
     backend: str = "gloo"
+    owner: str | None = None            # the hosted lab's user who started it (None: the lecture mode)
     created_at: float = field(default_factory=time.time)
     t0: float = field(default_factory=time.monotonic)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -65,7 +66,7 @@ class Run:
 
     def meta(self) -> dict:
         return {"id": self.id, "lesson": self.lesson, "world_size": self.world_size, "params": self.params,
-                "step": self.step, "backend": self.backend, "created_at": self.created_at,
+                "step": self.step, "backend": self.backend, "created_at": self.created_at, "owner": self.owner,
                 "hang_timeout_s": self.hang_timeout_s,
                 "status": self.status, "error": self.error, "event_count": len(self.events)}
 
@@ -138,12 +139,13 @@ class RunManager:
 
     # ---- creating, finding, cancelling ----------------------------------------------------------
     def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str,
-               hang_timeout_s: float | None = None) -> Run:
+               hang_timeout_s: float | None = None, owner: str | None = None) -> Run:
         queued = sum(1 for r in self.runs.values() if r.status == "queued")
         if queued >= self.settings.MAX_QUEUED_RUNS:
             raise QueueFull(f"{queued} runs are already queued; try again shortly")
         run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
-                  step=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S)
+                  step=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
+                  owner=owner)
         self.runs[run.id] = run
         recording = self._recording(run.id)
         recording.create(run.meta())
@@ -162,7 +164,7 @@ class RunManager:
             return None
         meta = recording.load_meta()
         run = Run(id=meta["id"], lesson=meta["lesson"], world_size=meta["world_size"], params=meta["params"],
-                  step=meta.get("step", False), backend=meta.get("backend", "gloo"),
+                  step=meta.get("step", False), backend=meta.get("backend", "gloo"), owner=meta.get("owner"),
                   created_at=meta["created_at"], status=meta["status"], error=meta.get("error"),
                   events=recording.load_events())
         run.finished.set()

@@ -29,6 +29,14 @@ class Settings(BaseSettings):
     MAX_CONCURRENT_RUNS: int = Field(2, ge=1)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
     LOG_LEVEL: str = "info"
+    # the hosted lab (docs/hosted-lab.md): accounts, sessions, quotas. Off: the single-user lecture mode.
+    AUTH: Literal["off", "on"] = "off"
+    SECRET_KEY: str = ""                                  # signs session cookies; kept in DATA_DIR if unset
+    ADMIN_USER: str = "admin"
+    ADMIN_PASSWORD: str = ""                              # creates (or resets) the admin account at start
+    MAX_RUNS_PER_USER: int = Field(2, ge=1)               # a user's runs queued or running at once
+    MAX_RANKS_PER_STUDENT: int = Field(4, ge=1)
+    MAX_SUBMISSIONS_PER_USER: int = Field(5, ge=1)        # a user's submissions queued or being judged
 
 
 settings = Settings()

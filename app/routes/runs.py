@@ -8,8 +8,9 @@ import math
 import sys
 from array import array
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 
+from app.auth import auth_on, current_user
 from app.deps import RunDep, RunManagerDep, SettingsDep
 from app.run_start import RunRejected, start_run
 from app.runs import Run
@@ -27,19 +28,23 @@ def run_public(run: Run) -> RunPublic:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunPublic)
-async def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep):
-    """Start a lesson on fresh ranks; invalid input gets a 422 naming the field and starts nothing."""
+async def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep, request: Request):
+    """Start a lesson on fresh ranks; invalid input gets a 422 naming the field and starts nothing.
+    In the hosted lab the run is the user's, within their quotas (429 past them)."""
     try:
-        run = await start_run(manager, settings, body)
+        run = await start_run(manager, settings, body, user=current_user(request) if auth_on(settings) else None)
     except RunRejected as exc:
         raise HTTPException(exc.status, detail=exc.detail)
     return run_public(run)
 
 
 @router.get("", response_model=list[dict])
-def read_runs(manager: RunManagerDep, limit: int = 50):
-    """Recent runs, newest first."""
-    return manager.list(limit)
+def read_runs(manager: RunManagerDep, request: Request, limit: int = 50):
+    """Recent runs, newest first (in the hosted lab, a student's own)."""
+    user = current_user(request)
+    if user.admin:
+        return manager.list(limit)
+    return [m for m in manager.list(10_000) if m.get("owner") == user.name][:limit]
 
 
 @router.get("/{run_id}", response_model=RunPublic)

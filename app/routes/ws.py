@@ -12,6 +12,7 @@ import json
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from app.auth import current_user, may_see
 from app.deps import RunManagerDep
 from app.runs import Run, RunManager
 
@@ -24,6 +25,8 @@ MAX_CONTROL_BYTES = 4096
 async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, since: int = 0):
     run = manager.get(run_id)
     await websocket.accept()
+    if run is not None and not may_see(current_user(websocket), run.owner):   # another user's run
+        run = None
     if run is None:
         await websocket.send_json({"error": f"no run with id {run_id!r}"})
         await websocket.close(code=4404)

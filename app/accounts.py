@@ -1,0 +1,221 @@
+"""Accounts of the hosted lab, in SQLite (stdlib sqlite3) at DATA_DIR/lab.sqlite3: users, classes with
+their sign-up codes, and every submission with its verdict. Passwords are hashed with argon2-cffi.
+
+One connection, guarded by a lock: requests, the judge's threads and the admin page all go through
+it, and SQLite in WAL mode keeps a backup (`sqlite3 lab.sqlite3 .backup`) safe while it serves.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+MIN_PASSWORD = 8
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS classes (
+    name TEXT PRIMARY KEY,
+    code TEXT UNIQUE NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS users (
+    name TEXT PRIMARY KEY,
+    password_hash TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'student')),
+    class TEXT REFERENCES classes(name),
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS submissions (
+    id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    code TEXT NOT NULL,
+    status TEXT NOT NULL,            -- queued, judging, passed, failed, refused, cancelled
+    checks TEXT NOT NULL DEFAULT '[]',
+    reason TEXT,
+    created_at REAL NOT NULL,
+    started INTEGER,                 -- the order the judge took it in (1, 2, 3, …)
+    finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS submissions_user ON submissions(user, created_at);
+"""
+
+
+class AccountError(ValueError):
+    """Bad input: a name taken or malformed, a short password, an unknown class or code."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    role: str
+    klass: str | None
+
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
+
+    def public(self) -> dict:
+        return {"name": self.name, "role": self.role, "class": self.klass}
+
+
+class Accounts:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.Lock()
+        self._hasher = PasswordHasher()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+            # the judge was cut off by a restart: those submissions will never finish
+            self._db.execute("UPDATE submissions SET status='refused', reason='the server restarted before it was judged; submit again', "
+                             "finished_at=? WHERE status IN ('queued', 'judging')", (time.time(),))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _q(self, sql: str, args=()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # ---- users --------------------------------------------------------------------------------
+    def create_user(self, name: str, password: str, role: str = "student", klass: str | None = None) -> User:
+        if not NAME.match(name or ""):
+            raise AccountError("a name is 1–64 letters, digits, or . _ @ -, starting with a letter or digit")
+        if len(password or "") < MIN_PASSWORD:
+            raise AccountError(f"a password has at least {MIN_PASSWORD} characters")
+        if role not in ("admin", "student"):
+            raise AccountError("role is admin or student")
+        if klass is not None and not self._q("SELECT 1 FROM classes WHERE name=?", (klass,)):
+            raise AccountError(f"no class {klass!r}")
+        try:
+            self._q("INSERT INTO users VALUES (?, ?, ?, ?, ?)",
+                    (name, self._hasher.hash(password), role, klass, time.time()))
+        except sqlite3.IntegrityError:
+            raise AccountError(f"the name {name!r} is taken") from None
+        return User(name, role, klass)
+
+    def set_password(self, name: str, password: str) -> None:
+        if len(password or "") < MIN_PASSWORD:
+            raise AccountError(f"a password has at least {MIN_PASSWORD} characters")
+        self._q("UPDATE users SET password_hash=? WHERE name=?", (self._hasher.hash(password), name))
+
+    def ensure_admin(self, name: str, password: str) -> None:
+        """The admin from the environment: created at the first start, its password kept in step."""
+        if self.user(name) is None:
+            self.create_user(name, password, "admin")
+        else:
+            self._q("UPDATE users SET role='admin' WHERE name=?", (name,))
+            self.set_password(name, password)
+
+    def user(self, name: str) -> User | None:
+        rows = self._q("SELECT name, role, class FROM users WHERE name=?", (name,))
+        return User(rows[0]["name"], rows[0]["role"], rows[0]["class"]) if rows else None
+
+    def users(self) -> list[dict]:
+        return [{"name": r["name"], "role": r["role"], "class": r["class"], "created_at": r["created_at"]}
+                for r in self._q("SELECT * FROM users ORDER BY name")]
+
+    def authenticate(self, name: str, password: str) -> User | None:
+        rows = self._q("SELECT * FROM users WHERE name=?", (name,))
+        if not rows:
+            self._hasher.hash(password or "x")      # the same time whether or not the name exists
+            return None
+        row = rows[0]
+        try:
+            self._hasher.verify(row["password_hash"], password or "")
+        except (VerificationError, InvalidHashError):
+            return None
+        if self._hasher.check_needs_rehash(row["password_hash"]):
+            self.set_password(name, password)
+        return User(row["name"], row["role"], row["class"])
+
+    # ---- classes ------------------------------------------------------------------------------
+    def create_class(self, name: str) -> dict:
+        if not NAME.match(name or ""):
+            raise AccountError("a class name is 1–64 letters, digits, or . _ @ -")
+        code = "-".join(secrets.token_hex(2).upper() for _ in range(3))
+        try:
+            self._q("INSERT INTO classes VALUES (?, ?, ?)", (name, code, time.time()))
+        except sqlite3.IntegrityError:
+            raise AccountError(f"the class {name!r} exists") from None
+        return {"name": name, "code": code}
+
+    def classes(self) -> list[dict]:
+        return [{"name": r["name"], "code": r["code"],
+                 "students": self._q("SELECT COUNT(*) AS n FROM users WHERE class=?", (r["name"],))[0]["n"]}
+                for r in self._q("SELECT * FROM classes ORDER BY name")]
+
+    def sign_up(self, code: str, name: str, password: str) -> User:
+        rows = self._q("SELECT name FROM classes WHERE code=?", ((code or "").strip().upper(),))
+        if not rows:
+            raise AccountError("no class has that sign-up code")
+        return self.create_user(name, password, "student", rows[0]["name"])
+
+    # ---- submissions ----------------------------------------------------------------------------
+    def add_submission(self, user: str, problem: str, code: str) -> str:
+        sid = secrets.token_hex(6)
+        self._q("INSERT INTO submissions (id, user, problem, code, status, created_at) VALUES (?, ?, ?, ?, 'queued', ?)",
+                (sid, user, problem, code, time.time()))
+        return sid
+
+    def mark_judging(self, sid: str, started: int) -> None:
+        self._q("UPDATE submissions SET status='judging', started=? WHERE id=?", (started, sid))
+
+    def finish_submission(self, sid: str, status: str, checks: list, reason: str | None) -> None:
+        self._q("UPDATE submissions SET status=?, checks=?, reason=?, finished_at=? WHERE id=? AND status IN ('queued', 'judging')",
+                (status, json.dumps(checks), reason, time.time(), sid))
+
+    def max_started(self) -> int:
+        return self._q("SELECT COALESCE(MAX(started), 0) AS n FROM submissions")[0]["n"]
+
+    def submission(self, sid: str) -> dict | None:
+        rows = self._q("SELECT * FROM submissions WHERE id=?", (sid,))
+        return _submission(rows[0]) if rows else None
+
+    def submissions(self, user: str | None = None, problem: str | None = None, limit: int = 50,
+                    statuses: tuple[str, ...] | None = None) -> list[dict]:
+        sql, args = "SELECT * FROM submissions WHERE 1=1", []
+        if user is not None:
+            sql += " AND user=?"; args.append(user)
+        if problem is not None:
+            sql += " AND problem=?"; args.append(problem)
+        if statuses:
+            sql += f" AND status IN ({','.join('?' * len(statuses))})"; args += statuses
+        sql += " ORDER BY created_at DESC LIMIT ?"; args.append(limit)
+        return [_submission(r) for r in self._q(sql, args)]
+
+    def results(self, klass: str | None = None) -> list[dict]:
+        """Per student and problem: attempts, whether and when it first passed, the last verdict."""
+        sql = """SELECT u.name AS user, u.class AS class, s.problem AS problem, COUNT(s.id) AS attempts,
+                        MAX(s.status = 'passed') AS passed,
+                        MIN(CASE WHEN s.status = 'passed' THEN s.finished_at END) AS first_passed_at,
+                        (SELECT status FROM submissions l WHERE l.user = u.name AND l.problem = s.problem
+                          ORDER BY l.created_at DESC LIMIT 1) AS last_status
+                 FROM users u JOIN submissions s ON s.user = u.name
+                 WHERE s.status NOT IN ('queued', 'judging', 'cancelled')"""
+        args: list = []
+        if klass is not None:
+            sql += " AND u.class = ?"; args.append(klass)
+        sql += " GROUP BY u.name, s.problem ORDER BY u.class, u.name, s.problem"
+        return [dict(r) for r in self._q(sql, args)]
+
+
+def _submission(row: sqlite3.Row) -> dict:
+    out = dict(row)
+    out["checks"] = json.loads(out["checks"] or "[]")
+    return out

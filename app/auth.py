@@ -1,0 +1,98 @@
+"""Who is asking. With `PARALAB_AUTH=off` (the lecture mode) nobody signs in and every request may do
+everything, as before. With `PARALAB_AUTH=on` (the hosted lab) a signed session cookie (Starlette's
+SessionMiddleware, itsdangerous) names the user, and `AuthGate` lets through only what is public:
+the sign-in page and API, /healthz and the static files. Pages send a stranger to /login; the API
+answers 401; a websocket is refused. `/admin` and `/api/admin/*` are for admins only, and so is the
+direct judge (`POST /api/problems/{id}/judge`): students are judged through the fair queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import quote
+
+from fastapi import HTTPException
+from starlette.requests import HTTPConnection
+
+from app.accounts import Accounts, User
+from app.settings import Settings
+
+LOCAL = User("local", "admin", None)     # the one user of the lecture mode: may do everything
+
+PUBLIC_PREFIXES = ("/static/", "/api/auth/")
+PUBLIC_PATHS = {"/healthz", "/login", "/favicon.ico"}
+
+
+def secret_key(settings: Settings) -> str:
+    """PARALAB_SECRET_KEY, or one generated at the first start and kept (mode 0600) in the data dir."""
+    if settings.SECRET_KEY:
+        return settings.SECRET_KEY
+    path = Path(settings.DATA_DIR) / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+def auth_on(settings: Settings) -> bool:
+    return settings.AUTH == "on"
+
+
+def current_user(connection: HTTPConnection) -> User:
+    """The signed-in user; in the lecture mode, LOCAL. Set on the scope by AuthGate."""
+    user = connection.scope.get("paralab_user")
+    if user is None:
+        if auth_on(connection.app.state.settings):
+            raise HTTPException(401, detail="sign in first")
+        return LOCAL
+    return user
+
+
+def require_admin(connection: HTTPConnection) -> User:
+    user = current_user(connection)
+    if not user.admin:
+        raise HTTPException(403, detail="only an admin may do this")
+    return user
+
+
+def may_see(user: User, owner: str | None) -> bool:
+    return user.admin or owner == user.name
+
+
+class AuthGate:
+    """Pure ASGI middleware, inside SessionMiddleware: puts the user on the scope, turns strangers away."""
+
+    def __init__(self, app, accounts: Accounts):
+        self.app, self.accounts = app, accounts
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        name = (scope.get("session") or {}).get("user")
+        user = self.accounts.user(name) if isinstance(name, str) else None
+        scope["paralab_user"] = user
+        path = scope["path"]
+        if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+            return await self.app(scope, receive, send)
+        admin_only = (path == "/admin" or path.startswith("/api/admin/")
+                      or (path.startswith("/api/problems/") and path.endswith("/judge")))
+        if user is not None and (user.admin or not admin_only):
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4401, "reason": "sign in first"})
+            return
+        status, detail = (403, "only an admin may do this") if user else (401, "sign in first")
+        if path.startswith("/api/"):
+            body = json.dumps({"detail": detail}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        else:
+            target = "/login?next=" + quote(path + ("?" + scope["query_string"].decode() if scope.get("query_string") else ""), safe="")
+            status, body = 303, b""
+            headers = [(b"location", target.encode()), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,150 @@
+"""Signing in and out, signing up with a class code, and the admin's API: users, classes, who runs
+what, cancelling, and the class's per-problem results as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from pydantic import BaseModel, Field
+
+from app.accounts import AccountError, User
+from app.auth import auth_on, current_user, require_admin
+
+router = APIRouter(tags=["accounts"])
+
+UserDep = Annotated[User, Depends(current_user)]
+AdminDep = Annotated[User, Depends(require_admin)]
+
+
+class SignIn(BaseModel):
+    name: str = Field(max_length=64)
+    password: str = Field(max_length=256)
+
+
+class SignUp(SignIn):
+    code: str = Field(max_length=32, description="the class's sign-up code")
+
+
+class UserCreate(SignIn):
+    role: str = Field("student", pattern="^(admin|student)$")
+    klass: str | None = Field(None, alias="class", max_length=64)
+
+
+class ClassCreate(BaseModel):
+    name: str = Field(max_length=64)
+
+
+def _accounts(request: Request):
+    return request.app.state.accounts
+
+
+@router.post("/api/auth/login")
+def login(body: SignIn, request: Request):
+    """Sign in: a session cookie, or 401 for a wrong name or password (the same words for both)."""
+    if not auth_on(request.app.state.settings):
+        raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off): nobody needs to sign in")
+    user = _accounts(request).authenticate(body.name, body.password)
+    if user is None:
+        raise HTTPException(401, detail="wrong name or password")
+    request.session.clear()
+    request.session["user"] = user.name
+    return user.public()
+
+
+@router.post("/api/auth/logout")
+def logout(request: Request):
+    if "session" in request.scope:
+        request.session.clear()
+    return {"signed_out": True}
+
+
+@router.post("/api/auth/signup", status_code=201)
+def signup(body: SignUp, request: Request):
+    """A student joins a class with its sign-up code, and is signed in."""
+    if not auth_on(request.app.state.settings):
+        raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off)")
+    try:
+        user = _accounts(request).sign_up(body.code, body.name, body.password)
+    except AccountError as exc:
+        raise HTTPException(422, detail=str(exc))
+    request.session.clear()
+    request.session["user"] = user.name
+    return user.public()
+
+
+@router.get("/api/auth/me")
+def me(request: Request):
+    """The signed-in user, or 401. In the lecture mode, the local user (an admin)."""
+    return {**current_user(request).public(), "auth": request.app.state.settings.AUTH}
+
+
+# ---- admin --------------------------------------------------------------------------------------
+@router.get("/api/admin/users")
+def read_users(request: Request, admin: AdminDep):
+    return _accounts(request).users()
+
+
+@router.post("/api/admin/users", status_code=201)
+def create_user(body: UserCreate, request: Request, admin: AdminDep):
+    try:
+        return _accounts(request).create_user(body.name, body.password, body.role, body.klass).public()
+    except AccountError as exc:
+        raise HTTPException(422, detail=str(exc))
+
+
+@router.get("/api/admin/classes")
+def read_classes(request: Request, admin: AdminDep):
+    return _accounts(request).classes()
+
+
+@router.post("/api/admin/classes", status_code=201)
+def create_class(body: ClassCreate, request: Request, admin: AdminDep):
+    """A class and its sign-up code, which students type on the sign-in page."""
+    try:
+        return _accounts(request).create_class(body.name)
+    except AccountError as exc:
+        raise HTTPException(422, detail=str(exc))
+
+
+@router.get("/api/admin/activity")
+def activity(request: Request, admin: AdminDep):
+    """Who runs what: every run and submission in flight, with its owner."""
+    manager, judge = request.app.state.manager, request.app.state.judge
+    runs = [{"id": r.id, "owner": r.owner, "lesson": r.lesson, "world_size": r.world_size,
+             "status": r.status, "created_at": r.created_at}
+            for r in manager.runs.values() if not r.final]
+    submissions = [{**{k: s[k] for k in ("id", "user", "problem", "status", "created_at")},
+                    "position": judge.position(s["id"])}
+                   for s in _accounts(request).submissions(statuses=("queued", "judging"), limit=1000)]
+    return {"runs": sorted(runs, key=lambda r: r["created_at"]),
+            "submissions": sorted(submissions, key=lambda s: (s["position"] or 0, s["created_at"]))}
+
+
+@router.post("/api/admin/submissions/{sid}/cancel")
+def cancel_submission(sid: str, request: Request, admin: AdminDep):
+    if _accounts(request).submission(sid) is None:
+        raise HTTPException(404, detail=f"no submission {sid!r}")
+    if not request.app.state.judge.cancel(sid):
+        raise HTTPException(409, detail="only a waiting submission can be cancelled; one being judged ends within its time limit")
+    return _accounts(request).submission(sid) | {"code": None}
+
+
+@router.get("/api/admin/results.csv")
+def results_csv(request: Request, admin: AdminDep):
+    """Per student and problem (`?class=NAME` for one class): attempts, passed (0/1), when it first
+    passed (UTC), the last verdict."""
+    klass = request.query_params.get("class") or None
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["user", "class", "problem", "attempts", "passed", "first_passed_at", "last_status"])
+    from datetime import datetime, timezone
+    for row in _accounts(request).results(klass):
+        when = row["first_passed_at"]
+        writer.writerow([row["user"], row["class"] or "", row["problem"], row["attempts"], int(bool(row["passed"])),
+                         datetime.fromtimestamp(when, timezone.utc).isoformat(timespec="seconds") if when else "",
+                         row["last_status"]])
+    return Response(out.getvalue(), media_type="text/csv",
+                    headers={"content-disposition": f'attachment; filename="results{"-" + klass if klass else ""}.csv"'})

@@ -1,0 +1,70 @@
+"""Submissions: a solution to a practice problem, queued fairly and judged on real ranks in the
+sandbox. Each user sees only their own (others' are 404); an admin sees all."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from app.auth import current_user, may_see
+from app.submissions import TooMany
+from workers.judge import MAX_CODE_BYTES
+from workers.problems import PROBLEMS
+
+router = APIRouter(prefix="/api/submissions", tags=["submissions"])
+
+
+class SubmissionCreate(BaseModel):
+    problem: str = Field(description="a problem id from GET /api/problems")
+    code: str = Field(max_length=MAX_CODE_BYTES, description="the learner's Python file")
+
+
+def _public(request: Request, submission: dict, code: bool = False) -> dict:
+    out = {k: v for k, v in submission.items() if k != "code" or code}
+    out["position"] = request.app.state.judge.position(submission["id"]) if submission["status"] == "queued" else None
+    return out
+
+
+@router.post("", status_code=201)
+def create_submission(body: SubmissionCreate, request: Request):
+    """Queue a solution: 201 with its id, status `queued` and its position (1 = judged next);
+    429 when the user already has their quota waiting or being judged."""
+    user = current_user(request)
+    if body.problem not in PROBLEMS:
+        raise HTTPException(422, detail=[{"loc": ["body", "problem"], "type": "value_error",
+                                          "msg": f"unknown problem {body.problem!r}; problems: {', '.join(PROBLEMS)}"}])
+    try:
+        sid = request.app.state.judge.submit(user.name, body.problem, body.code)
+    except TooMany as exc:
+        raise HTTPException(429, detail=str(exc))
+    return _public(request, request.app.state.accounts.submission(sid))
+
+
+@router.get("")
+def read_submissions(request: Request, problem: str | None = None, limit: int = 50, all: bool = False):
+    """Your submissions, newest first (`?problem=` to filter). An admin may ask for everyone's with `?all=1`."""
+    user = current_user(request)
+    owner = None if (all and user.admin) else user.name
+    return [_public(request, s) for s in request.app.state.accounts.submissions(owner, problem, min(limit, 500))]
+
+
+@router.get("/{sid}")
+def read_submission(sid: str, request: Request):
+    """One submission with its code, status, position while queued, and each check once judged."""
+    user = current_user(request)
+    submission = request.app.state.accounts.submission(sid)
+    if submission is None or not may_see(user, submission["user"]):
+        raise HTTPException(404, detail=f"no submission {sid!r}")
+    return _public(request, submission, code=True)
+
+
+@router.delete("/{sid}")
+def cancel_submission(sid: str, request: Request):
+    """Take a waiting submission out of the queue (409 once it is being judged)."""
+    user = current_user(request)
+    submission = request.app.state.accounts.submission(sid)
+    if submission is None or not may_see(user, submission["user"]):
+        raise HTTPException(404, detail=f"no submission {sid!r}")
+    if not request.app.state.judge.cancel(sid):
+        raise HTTPException(409, detail=f"submission {sid} is {submission['status']}; only a waiting one can be cancelled")
+    return _public(request, request.app.state.accounts.submission(sid))
