@@ -1,0 +1,44 @@
+"""The hosted lab's pages: sign in, the practice problems, one problem with its editor, the admin page.
+They work in the lecture mode too (no sign-in; the local user is an admin)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse
+
+from app.auth import auth_on, current_user
+from workers.problems import PROBLEMS
+
+router = APIRouter(tags=["pages"], include_in_schema=False)
+
+
+def _page(request: Request, template: str, context: dict | None = None, status_code: int = 200):
+    settings = request.app.state.settings
+    user = request.scope.get("paralab_user") if auth_on(settings) else None
+    return request.app.state.templates.TemplateResponse(
+        request, template, {"user": user, "auth": auth_on(settings), **(context or {})}, status_code=status_code)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request):
+    return _page(request, "login.html")
+
+
+@router.get("/problems", response_class=HTMLResponse)
+def problems_page(request: Request):
+    return _page(request, "problems.html", {"problems": list(PROBLEMS.values())})
+
+
+@router.get("/problems/{problem_id}", response_class=HTMLResponse)
+def problem_page(request: Request, problem_id: str):
+    problem = PROBLEMS.get(problem_id)
+    if problem is None:
+        raise HTTPException(404, detail=f"no problem {problem_id!r}")
+    return _page(request, "problem.html", {"problem": problem})
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin_page(request: Request):
+    if not current_user(request).admin:
+        raise HTTPException(403, detail="only an admin may see this page")
+    return _page(request, "admin.html")
