@@ -50,7 +50,7 @@ def ws_connect(server, run_id: str, since: int | None = None):
                    max_queue=None)   # unbounded: closing with unread events must not wait on flow control
 
 
-def wait_for(predicate, timeout: float = 10, interval: float = 0.02):
+def wait_for(predicate, timeout: float = 30, interval: float = 0.02):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

@@ -122,7 +122,7 @@ def test_a_run_past_its_time_limit_fails_with_timeout(limited_server):
     assert "3 s" in error["message"]
     assert error["ranks"] == {"0": f"{SITE}:{line_of('a second all-reduce')}",
                               "1": f"{SITE}:{line_of('a first all-reduce')}"}
-    assert 3 <= elapsed < 10
+    assert 3 <= elapsed < 15                                  # the limit, not the 60 s default
     assert len(procs.seen) >= 3
     assert procs.left_behind() == []
 
