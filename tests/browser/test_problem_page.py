@@ -1,0 +1,63 @@
+"""The hosted lab in a browser: a student signs in, submits a wrong ring all-reduce (it adds into the
+wrong chunk), sees the failing check with the values that differ, then the reference, and sees it pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from workers import sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")]
+
+
+@pytest.fixture
+def lab(server_factory):
+    live = server_factory(env={"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1",
+                               "PARALAB_SECRET_KEY": "test-key"})
+    with httpx.Client(base_url=live.url) as admin:
+        assert admin.post("/api/auth/login", json={"name": "admin", "password": "admin-secret-1"}).status_code == 200
+        assert admin.post("/api/admin/classes", json={"name": "cs101"}).status_code == 201
+        assert admin.post("/api/admin/users", json={"name": "ada", "password": "ada-pass-1", "class": "cs101"}).status_code == 201
+    return live
+
+
+def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
+    page.goto(lab.url + "/problems/ring_allreduce")
+    page.wait_for_url("**/login?next=*")                     # a stranger is sent to sign in
+    page.fill("#sign-in input[name=name]", "ada")
+    page.fill("#sign-in input[name=password]", "wrong-password")
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_selector("#sign-in .lab-error:has-text('wrong name or password')")
+    page.fill("#sign-in input[name=password]", "ada-pass-1")
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_url("**/problems/ring_allreduce")
+    page.wait_for_selector(".statement h1, .statement p")
+    assert page.locator(".lab-user").inner_text().startswith("ada")
+    editor = page.locator(".editor-input")
+    assert "def ring_all_reduce" in editor.input_value()            # the starter code
+    assert page.locator(".editor-highlight .py-kw").count() > 0     # highlighted
+
+    editor.fill((REPO / "tests/problems/ring_allreduce/wrong_chunk_index.py").read_text())
+    editor.press("Control+Enter")
+    status = page.locator(".verdict-status")
+    status.filter(has_text="Failed").wait_for(timeout=90_000)
+    failing = page.locator('.check.fail[data-check="sum"]')
+    assert failing.count() == 1
+    assert "rank" in failing.locator(".check-ranks").inner_text()
+    rows = failing.locator("table.differences tbody tr")
+    assert rows.count() >= 1
+    got, expected = rows.first.locator("td").nth(1).inner_text(), rows.first.locator("td").nth(2).inner_text()
+    assert got != expected
+
+    editor.fill((REPO / "workers/problems/ring_allreduce/reference.py").read_text())
+    page.click('[data-action="submit"]')
+    status.filter(has_text="Passed").wait_for(timeout=90_000)
+    assert page.locator(".check.fail").count() == 0
+    assert page.locator('.check.pass[data-check="sum"]').count() == 1
+    assert page.locator('.check.pass[data-check="communication"]').count() == 1
+    assert page.locator(".history li").count() == 2
