@@ -39,8 +39,9 @@ def test_pipeline_gantt_fills_in_beside_the_ideal_grid(page: Page, server):
     for rank in range(4):
         expect(f_blocks(page, rank)).to_have_count(8)
         expect(page.locator(f'#pipeline .pipeline-gantt .gantt-row[data-rank="{rank}"] .gantt-block.B')).to_have_count(8)
-    shown = f_blocks(page, 3).evaluate_all("blocks => blocks.map((b) => b.querySelector('text')?.textContent)")
-    assert sorted(shown, key=int) == [str(i) for i in range(8)]
+    blocks = f_blocks(page, 3).evaluate_all("bs => bs.map((b) => [b.dataset.mb, b.querySelector('text')?.textContent ?? null])")
+    assert sorted(int(mb) for mb, _ in blocks) == list(range(8))
+    assert sum(text == mb for mb, text in blocks) >= 6      # the number is on the block wherever it fits
     # sends point at the recvs that took them: 3 links × 8 microbatches × (activation + gradient)
     expect(page.locator("#pipeline .pipeline-gantt .gantt-arrow")).to_have_count(48)
 

@@ -46,7 +46,7 @@ export function xScale(frame, axis) {
 /** A text fits a block `w` px wide at `px` px per character? Returns the text to draw, or null. */
 export function fitText(block, w, px) {
   for (const text of [block.text, block.short]) {
-    if (text !== undefined && text !== null && text !== "" && String(text).length * px + 4 <= w) return String(text);
+    if (text !== undefined && text !== null && text !== "" && String(text).length * px + 2 <= w) return String(text);
   }
   return null;
 }

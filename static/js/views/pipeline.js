@@ -121,7 +121,19 @@ function ganttRows(state, { placement, slow, extent }) {
 
 // ---- the ideal grid ------------------------------------------------------------------------------------
 
-function idealGridSvg(schedule, frame, { slow, cursorSlot = null }) {
+/** What each ideal action has become at the cursor: "2F0" → "done" or "running" (absent: not yet). */
+function progressOf(state) {
+  const progress = new Map();
+  for (const rs of state.ranks) {
+    for (const sp of rs.spans) {
+      if (sp.kind !== "compute" || sp.begin?.stage === undefined) continue;
+      progress.set(`${sp.begin.stage}${sp.name}${sp.begin.microbatch}`, sp.t1 === null ? "running" : "done");
+    }
+  }
+  return progress;
+}
+
+function idealGridSvg(schedule, frame, { slow, progress }) {
   const rem = frame.rem;
   const grid = schedule.grid || [];
   const cols = Math.max(1, ...grid.map((row) => row.length));
@@ -150,7 +162,9 @@ function idealGridSvg(schedule, frame, { slow, cursorSlot = null }) {
       busy += 1;
       const parts = action.overlap || [action];
       const ph = ch / parts.length;
-      const cell_ = s("g", { class: ["ideal-cell", action.overlap && "overlap"], "data-action": cell });
+      const states = parts.map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
+      const cellState = states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
+      const cell_ = s("g", { class: ["ideal-cell", action.overlap && "overlap", cellState], "data-action": cell });
       parts.forEach((a, k) => {
         const colours = look(a.kind, chunkOf(placement, r, a.stage));
         cell_.append(s("rect", { x: x + 0.5, y: y + k * ph, width: cw - 1, height: ph, fill: colours.fill, stroke: colours.stroke || "none", "stroke-width": colours.stroke ? 1.2 : 0 }));
@@ -175,7 +189,6 @@ function idealGridSvg(schedule, frame, { slow, cursorSlot = null }) {
   }
   svg.append(s("text", { x: frame.left + frame.plot / 2, y: bottom + 2.0 * rem, "text-anchor": "middle", class: "gantt-axis-label" },
     "slots of the ideal schedule: every action one unit of time"));
-  if (cursorSlot !== null) svg.append(s("line", { x1: cursorSlot, x2: cursorSlot, y1: top, y2: bottom, class: "gantt-now" }));
   return svg;
 }
 
@@ -363,7 +376,8 @@ export function renderPipeline(container, state, { runId, params }) {
           h("h3", { class: "chart-title" }, "Ideal ", h("span", { class: "panel-note" },
             OWN_ENGINE[schedule] ? "the order paralab's engine runs, each action one slot, as early as its inputs allow"
               : `torch's own order of actions for Schedule${schedule}, each one slot, as early as its inputs allow`)),
-          h("div", { class: "gantt-wrap" }, idealGridSvg(state.schedule, frame, { slow })),
+          h("div", { class: "gantt-wrap" }, idealGridSvg(state.schedule, frame, { slow, progress: progressOf(state) })),
+          h("p", { class: "ideal-progress" }, "Faded: actions the ranks have not run yet at this step; outlined: running now."),
           notes.length
             ? h("div", { class: "grid-notes", role: "note" },
                 h("strong", {}, "⚠ torch's grid is wrong here — corrected: "),
