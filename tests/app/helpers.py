@@ -153,3 +153,30 @@ class RunProcesses:
             if not living or time.monotonic() > deadline:
                 return living
             time.sleep(0.05)
+
+
+def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 120) -> list[dict]:
+    """Start the runs a few at a time (the server runs two at once and queues the rest), wait for
+    every one; each result is {"run": its final state, "events": its event log}."""
+    results: list[dict | None] = [None] * len(specs)
+    pending, running = list(enumerate(specs)), {}
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        while pending or running:
+            assert time.monotonic() < deadline, f"runs did not finish: {[specs[i] for i in running]}"
+            while pending and len(running) < in_flight:
+                i, (lesson, world, params) = pending.pop(0)
+                response = client.post("/api/runs", json={"lesson": lesson, "world_size": world, "params": params})
+                assert response.status_code == 201, response.text
+                running[i] = response.json()["id"]
+            for i, run_id in list(running.items()):
+                run = client.get(f"/api/runs/{run_id}").json()
+                if run["status"] in FINAL:
+                    results[i] = {"run": run, "events": events(server, run_id)}
+                    del running[i]
+            time.sleep(0.02)
+    return results
+
+
+def of_rank(got: list[dict], rank: int, kind: str, **match) -> list[dict]:
+    return [e for e in got if e["rank"] == rank and e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]

@@ -8,13 +8,12 @@ Rank r starts with arange(size) + base·r (base 10 when size ≤ 10, else 100); 
 
 from __future__ import annotations
 
-import time
 
 import httpx
 import numpy as np
 import pytest
 
-from tests.app.helpers import FINAL, events, run_count
+from tests.app.helpers import run_all, run_count
 from workers.cost_model import predict
 
 WORLDS = (2, 3, 4, 8)
@@ -51,30 +50,6 @@ SWEEPS = [(2, {"op": "all_reduce", "sweep": True}), (4, {"op": "all_gather", "sw
 def case_id(case) -> str:
     world, params = case
     return f"{world}-" + "-".join(f"{v}" if k == "op" else f"{k}={v}" for k, v in params.items())
-
-
-def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 90) -> list[dict]:
-    """Start the runs a few at a time (the server runs two at once and queues the rest), wait for
-    every one; each result is {"run": final state, "events": its event log}."""
-    results: list[dict | None] = [None] * len(specs)
-    pending = list(enumerate(specs))
-    running: dict[int, str] = {}
-    deadline = time.monotonic() + timeout
-    with httpx.Client(base_url=server.url, timeout=10) as client:
-        while pending or running:
-            assert time.monotonic() < deadline, f"runs did not finish: {[specs[i] for i in running]}"
-            while pending and len(running) < in_flight:
-                i, (lesson, world, params) = pending.pop(0)
-                response = client.post("/api/runs", json={"lesson": lesson, "world_size": world, "params": params})
-                assert response.status_code == 201, response.text
-                running[i] = response.json()["id"]
-            for i, run_id in list(running.items()):
-                run = client.get(f"/api/runs/{run_id}").json()
-                if run["status"] in FINAL:
-                    results[i] = {"run": run, "events": events(server, run_id)}
-                    del running[i]
-            time.sleep(0.02)
-    return results
 
 
 @pytest.fixture(scope="module")

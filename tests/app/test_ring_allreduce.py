@@ -6,13 +6,12 @@ steps of one chunk each, recursive doubling log₂p steps of the whole tensor; a
 from __future__ import annotations
 
 import math
-import time
 
 import httpx
 import numpy as np
 import pytest
 
-from tests.app.helpers import FINAL, events, run_count
+from tests.app.helpers import of_rank, run_all, run_count
 
 WORLDS = (2, 3, 4, 8)
 RING_LABELS = ("reduce-scatter step", "all-gather step")
@@ -35,28 +34,6 @@ def case_id(case) -> str:
     return f"{world}-{params.get('algorithm', 'both')}" + (f"-size={params['size']}" if "size" in params else "")
 
 
-def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 90) -> list[dict]:
-    """Start the runs a few at a time, wait for every one: {"run": final state, "events": its log}."""
-    results: list[dict | None] = [None] * len(specs)
-    pending, running = list(enumerate(specs)), {}
-    deadline = time.monotonic() + timeout
-    with httpx.Client(base_url=server.url, timeout=10) as client:
-        while pending or running:
-            assert time.monotonic() < deadline, "runs did not finish"
-            while pending and len(running) < in_flight:
-                i, (lesson, world, params) = pending.pop(0)
-                response = client.post("/api/runs", json={"lesson": lesson, "world_size": world, "params": params})
-                assert response.status_code == 201, response.text
-                running[i] = response.json()["id"]
-            for i, run_id in list(running.items()):
-                run = client.get(f"/api/runs/{run_id}").json()
-                if run["status"] in FINAL:
-                    results[i] = {"run": run, "events": events(server, run_id)}
-                    del running[i]
-            time.sleep(0.02)
-    return results
-
-
 @pytest.fixture(scope="module")
 def finished(server) -> dict[str, dict]:
     results = run_all(server, [("ring_allreduce", world, params) for world, params in CASES])
@@ -66,10 +43,6 @@ def finished(server) -> dict[str, dict]:
 def plain_sum(world: int, size: int) -> list[float]:
     """Rank r's input is arange(size) + 10r; the all-reduced sum of them all."""
     return (np.arange(size)[None, :] + 10 * np.arange(world)[:, None]).sum(0).astype(float).tolist()
-
-
-def of_rank(got: list[dict], rank: int, kind: str, **match) -> list[dict]:
-    return [e for e in got if e["rank"] == rank and e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

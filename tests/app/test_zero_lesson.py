@@ -8,16 +8,14 @@ the measured figures slightly larger than the formulas."""
 from __future__ import annotations
 
 import math
-import time
 
-import httpx
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.app.helpers import FINAL, events
+from tests.app.helpers import of_rank, run_all
 
 LAYERS, HIDDEN, BATCH, STEPS, SEED, LR = 4, 16, 4, 2, 0, 0.01       # the lesson's defaults
 PSI = LAYERS * (HIDDEN * HIDDEN + HIDDEN)                            # Ψ = 1088
@@ -33,36 +31,10 @@ def key(case) -> str:
     return f"{case[0]}-stage{case[1]}"
 
 
-def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 120) -> list[dict]:
-    """Start the runs a few at a time (the server runs two at once), wait for every one."""
-    results: list[dict | None] = [None] * len(specs)
-    pending, running = list(enumerate(specs)), {}
-    deadline = time.monotonic() + timeout
-    with httpx.Client(base_url=server.url, timeout=10) as client:
-        while pending or running:
-            assert time.monotonic() < deadline, f"runs did not finish: {[specs[i] for i in running]}"
-            while pending and len(running) < in_flight:
-                i, (lesson, world, params) = pending.pop(0)
-                response = client.post("/api/runs", json={"lesson": lesson, "world_size": world, "params": params})
-                assert response.status_code == 201, response.text
-                running[i] = response.json()["id"]
-            for i, run_id in list(running.items()):
-                run = client.get(f"/api/runs/{run_id}").json()
-                if run["status"] in FINAL:
-                    results[i] = {"run": run, "events": events(server, run_id)}
-                    del running[i]
-            time.sleep(0.02)
-    return results
-
-
 @pytest.fixture(scope="module")
 def finished(server) -> dict[str, dict]:
     results = run_all(server, [("zero", world, {"stage": stage}) for world, stage in CASES])
     return {key(case): result for case, result in zip(CASES, results)}
-
-
-def of_rank(got: list[dict], rank: int, kind: str, **match) -> list[dict]:
-    return [e for e in got if e["rank"] == rank and e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
 
 
 def metrics_of(run: dict, rank: int) -> dict[str, dict]:
