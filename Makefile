@@ -13,9 +13,9 @@ install-test: install
 	$(PIP) install -q -e '.[test]'
 
 # Debian's chromium for the Playwright tests (never `playwright install`: it downloads a browser),
-# bubblewrap for the judge's sandbox.
+# bubblewrap for the judge's sandbox, docker-compose to validate docker-compose.yml.
 browser:
-	@(command -v chromium && command -v bwrap) >/dev/null || (apt-get update -q && apt-get install -y -q chromium bubblewrap)
+	@(command -v chromium && command -v bwrap && command -v docker-compose) >/dev/null || (apt-get update -q && apt-get install -y -q chromium bubblewrap docker-compose)
 
 serve: install
 	$(PYTHON) -m app

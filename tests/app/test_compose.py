@@ -1,0 +1,57 @@
+"""docker-compose.yml validates (`docker-compose config -q`), refuses to start without its secrets,
+and holds what the hosted lab needs: auth on, the data volume, a health check, the sandbox's security
+options, a GPU profile with NCCL and reserved NVIDIA devices. Skipped where docker-compose is missing
+(the Makefile's `browser` target installs Debian's package, so CI has it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = shutil.which("docker-compose")
+pytestmark = pytest.mark.skipif(COMPOSE is None, reason="docker-compose is not installed")
+SECRETS = {"PARALAB_ADMIN_PASSWORD": "compose-test-pw", "PARALAB_SECRET_KEY": "compose-test-key"}
+
+
+def compose(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PARALAB_")}
+    return subprocess.run([COMPOSE, "-f", str(REPO / "docker-compose.yml"), *args], capture_output=True, text=True,
+                          cwd=REPO, env={**clean, **(env or {})}, timeout=60)
+
+
+def test_the_compose_file_validates():
+    done = compose("config", "-q", env=SECRETS)
+    assert done.returncode == 0, done.stderr
+    done = compose("--profile", "gpu", "config", "-q", env=SECRETS)
+    assert done.returncode == 0, done.stderr
+
+
+def test_it_refuses_to_start_without_the_secrets():
+    done = compose("config", "-q")
+    assert done.returncode != 0 and "PARALAB_ADMIN_PASSWORD" in done.stdout + done.stderr
+
+
+def test_the_services_hold_the_hosted_lab():
+    yaml = pytest.importorskip("yaml")
+
+    done = compose("--profile", "gpu", "config", env=SECRETS)
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load(done.stdout)
+    cpu, gpu = config["services"]["paralab"], config["services"]["paralab-gpu"]
+    for service in (cpu, gpu):
+        assert service["environment"]["PARALAB_AUTH"] == "on"
+        assert service["environment"]["PARALAB_ADMIN_PASSWORD"] == "compose-test-pw"
+        assert any(str(v).startswith("paralab-data:/data") or (isinstance(v, dict) and v.get("source") == "paralab-data")
+                   for v in service["volumes"])
+        assert "/healthz" in " ".join(service["healthcheck"]["test"])
+        assert "seccomp=unconfined" in service["security_opt"]
+    assert cpu["environment"]["PARALAB_BACKEND"] == "gloo" and "profiles" not in cpu
+    assert gpu["environment"]["PARALAB_BACKEND"] == "nccl" and gpu["profiles"] == ["gpu"]
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+    assert "paralab-data" in config["volumes"]
