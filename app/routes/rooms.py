@@ -14,12 +14,12 @@ from starlette.requests import HTTPConnection
 
 from app.deps import RunManagerDep, SettingsDep
 from app.rooms import Room, RoomError, RoomManager
+from app.routes.control import receive_control
 from app.run_start import RunRejected, start_run
 from app.schemas import RunCreate
 
 router = APIRouter(tags=["rooms"])
 
-MAX_CONTROL_BYTES = 4096
 
 
 def get_rooms(connection: HTTPConnection) -> RoomManager:
@@ -124,26 +124,13 @@ async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber
 
 async def _receive(websocket, rooms: RoomManager, room: Room, manager, settings, presenter: bool):
     while True:
-        received = await websocket.receive()
-        if received["type"] == "websocket.disconnect":
-            return
-        text = received.get("text")
-        error = None
-        if text is None:                                    # a binary frame
-            error = 'a control message is a JSON object with an "op", sent as text'
-        elif len(text) > MAX_CONTROL_BYTES or len(text.encode()) > MAX_CONTROL_BYTES:
-            error = f"control message too large (at most {MAX_CONTROL_BYTES} bytes)"
+        message = await receive_control(websocket)
+        if isinstance(message, str):
+            error = message
         elif not presenter:
             error = "only the presenter drives this room: open it with the presenter secret"
         else:
-            try:
-                message = json.loads(text)
-                if not isinstance(message, dict) or "op" not in message:
-                    raise ValueError
-            except (ValueError, RecursionError):            # RecursionError: nested too deep
-                error = 'a control message is a JSON object with an "op"'
-            else:
-                error = await _apply(rooms, room, manager, settings, message)
+            error = await _apply(rooms, room, manager, settings, message)
         if error:
             await websocket.send_json({"error": error})
 

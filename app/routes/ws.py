@@ -14,12 +14,10 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.auth import current_user, may_see
 from app.deps import RunManagerDep
+from app.routes.control import receive_control
 from app.runs import Run, RunManager
 
 router = APIRouter(tags=["websocket"])
-
-MAX_CONTROL_BYTES = 4096
-
 
 @router.websocket("/ws/runs/{run_id}")
 async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, since: int = 0):
@@ -63,19 +61,13 @@ async def _send(websocket: WebSocket, manager: RunManager, run: Run, subscriber,
 
 async def _receive(websocket: WebSocket, manager: RunManager, run: Run):
     while True:
-        text = await websocket.receive_text()
-        if len(text) > MAX_CONTROL_BYTES:
-            await websocket.send_json({"error": "control message too large"})
-            continue
-        try:
-            message = json.loads(text)
-            op = message["op"]
-        except (ValueError, KeyError, TypeError):
-            await websocket.send_json({"error": 'a control message is a JSON object with an "op"'})
-            continue
-        if op == "cancel":
+        message = await receive_control(websocket)
+        if isinstance(message, str):
+            error = message
+        elif message["op"] == "cancel":
             manager.cancel(run)
             continue
-        error = manager.control(run, message)
+        else:
+            error = manager.control(run, message)
         if error:
             await websocket.send_json({"error": error})

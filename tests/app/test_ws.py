@@ -3,6 +3,8 @@ for a client that reconnects while the run is live; an unknown run gets an error
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
@@ -82,3 +84,16 @@ def test_unknown_run_gets_an_error_and_the_socket_closes(server, run_id):
         with pytest.raises(ConnectionClosed):
             ws.recv(timeout=5)
         assert ws.close_code == 4404
+
+
+def test_run_socket_refuses_binary_deep_and_oversized_messages_and_stays_open(server):
+    """The same refusals as a room's socket: each answered with an error, the socket still usable."""
+    run = server.run("tp_mlp", 1)
+    with ws_connect(server, run["id"]) as ws:
+        while not is_final(ws_receive(ws)):
+            pass
+        for bad in (b"\x00\x01", "[" * 3000, "é" * 2100, '{"no": "op"}'):
+            ws.send(bad)
+            assert "error" in ws_receive(ws)
+        ws.send(json.dumps({"op": "pause"}))
+        assert "has ended" in ws_receive(ws)["error"]
