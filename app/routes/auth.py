@@ -110,7 +110,7 @@ def create_class(body: ClassCreate, request: Request, admin: AdminDep):
 
 
 @router.get("/api/admin/activity")
-def activity(request: Request, admin: AdminDep):
+async def activity(request: Request, admin: AdminDep):
     """Who runs what: every run and submission in flight, with its owner."""
     manager, judge = request.app.state.manager, request.app.state.judge
     runs = [{"id": r.id, "owner": r.owner, "lesson": r.lesson, "world_size": r.world_size,
@@ -124,7 +124,7 @@ def activity(request: Request, admin: AdminDep):
 
 
 @router.post("/api/admin/submissions/{sid}/cancel")
-def cancel_submission(sid: str, request: Request, admin: AdminDep):
+async def cancel_submission(sid: str, request: Request, admin: AdminDep):
     if _accounts(request).submission(sid) is None:
         raise HTTPException(404, detail=f"no submission {sid!r}")
     if not request.app.state.judge.cancel(sid):

@@ -1,5 +1,8 @@
 """Submissions: a solution to a practice problem, queued fairly and judged on real ranks in the
-sandbox. Each user sees only their own (others' are 404); an admin sees all."""
+sandbox. Each user sees only their own (others' are 404); an admin sees all.
+
+The routes are `async` on purpose: the queue lives on the event loop, so a quota check and the put
+that follows it happen with no other request in between (30 at once must not slip past the quota)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ def _public(request: Request, submission: dict, code: bool = False) -> dict:
 
 
 @router.post("", status_code=201)
-def create_submission(body: SubmissionCreate, request: Request):
+async def create_submission(body: SubmissionCreate, request: Request):
     """Queue a solution: 201 with its id, status `queued` and its position (1 = judged next);
     429 when the user already has their quota waiting or being judged."""
     user = current_user(request)
@@ -41,7 +44,7 @@ def create_submission(body: SubmissionCreate, request: Request):
 
 
 @router.get("")
-def read_submissions(request: Request, problem: str | None = None, limit: int = 50, all: bool = False):
+async def read_submissions(request: Request, problem: str | None = None, limit: int = 50, all: bool = False):
     """Your submissions, newest first (`?problem=` to filter). An admin may ask for everyone's with `?all=1`."""
     user = current_user(request)
     owner = None if (all and user.admin) else user.name
@@ -49,7 +52,7 @@ def read_submissions(request: Request, problem: str | None = None, limit: int = 
 
 
 @router.get("/{sid}")
-def read_submission(sid: str, request: Request):
+async def read_submission(sid: str, request: Request):
     """One submission with its code, status, position while queued, and each check once judged."""
     user = current_user(request)
     submission = request.app.state.accounts.submission(sid)
@@ -59,7 +62,7 @@ def read_submission(sid: str, request: Request):
 
 
 @router.delete("/{sid}")
-def cancel_submission(sid: str, request: Request):
+async def cancel_submission(sid: str, request: Request):
     """Take a waiting submission out of the queue (409 once it is being judged)."""
     user = current_user(request)
     submission = request.app.state.accounts.submission(sid)
