@@ -193,6 +193,7 @@ const ZH = {
   "waiting": "等待中",
   "done": "完成",
   "not here yet": "尚未到达",
+  "in the call": "调用中",
   // offline recording
   "Recording": "录像",
   "A recorded run, replayed from this file: no server needed.": "从这个文件回放的录制运行：无需服务器。",

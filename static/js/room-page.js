@@ -94,7 +94,7 @@ function onRoomState(state) {
     room.run = state.run;
     room.runInfo = null;
     room.events = [];
-    if (state.run) loadRunInfo(state.run);
+    if (state.run && !learnRun()) loadRunInfo(state.run);
     if (runStarting) {
       runStarting = false;
       runButton.disabled = false;
@@ -102,6 +102,7 @@ function onRoomState(state) {
     }
     if (state.run && role === "follower" && !live) say("The presenter started a new run.");
   }
+  learnRun();
   if (role === "presenter" && !presenterSetUp) setUpPresenter();
   requestApply();
   renderBar();
@@ -146,15 +147,32 @@ function onRefused({ code: closeCode, message }) {
   say(refused, { sticky: true });
 }
 
+/**
+ * What the run is (lesson, world size, parameters, step mode). The presenter puts it in the room's view
+ * (`view.run`), so followers need not be allowed to read the run itself (a hosted lab's runs are their
+ * owner's); the presenter, or a follower before the view says, asks the API.
+ */
+function learnRun() {
+  const told = room.view.run;
+  if (!room.run || room.runInfo || told?.id !== room.run) return Boolean(room.runInfo);
+  room.runInfo = told;
+  requestApply();
+  return true;
+}
+
 async function loadRunInfo(id) {
-  for (let attempt = 0; room.run === id; attempt++) {
+  for (let attempt = 0; room.run === id && !room.runInfo; attempt++) {
     try {
       const response = await fetch(`/api/runs/${encodeURIComponent(id)}`);
       if (response.ok) {
         const info = await response.json();
-        if (room.run === id) {
+        if (room.run === id && !room.runInfo) {
           room.runInfo = info;
           requestApply();
+        }
+        if (role === "presenter" && room.run === id && room.view.run?.id !== id) {
+          const { lesson, world_size, params, step } = info;
+          sendView({ run: { id, lesson, world_size, params, step } });
         }
         return;
       }

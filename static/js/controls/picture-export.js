@@ -7,7 +7,7 @@
 
 const SVG_PROPS = ["fill", "fill-opacity", "stroke", "stroke-width", "stroke-opacity", "stroke-dasharray", "stroke-linecap",
   "stroke-linejoin", "opacity", "font-family", "font-size", "font-weight", "font-style", "text-anchor", "dominant-baseline",
-  "visibility", "display"];
+  "visibility", "display", "image-rendering"];
 const HTML_PROPS = ["display", "position", "box-sizing", "width", "height", "min-width", "min-height", "max-width",
   "margin-top", "margin-right", "margin-bottom", "margin-left", "padding-top", "padding-right", "padding-bottom", "padding-left",
   "border-top-width", "border-right-width", "border-bottom-width", "border-left-width",

@@ -48,7 +48,7 @@ export function collectiveTable(state) {
   for (const rank of c.ranks) {
     const begin = c.begins.get(rank);
     const end = c.ends.get(rank);
-    const where = end ? "done" : begin ? "waiting" : "not here yet";
+    const where = end ? "done" : begin ? "in the call" : "not here yet";
     const inputs = begin?.tensors?.length ? begin.tensors : [null];
     const outputs = end?.tensors || [];
     inputs.forEach((tensor, i) => {
