@@ -4,12 +4,22 @@ run exported as one HTML file that replays from disk with no network."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
+
+from app.rooms import Room
+from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
 
@@ -112,6 +122,59 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
         page.locator(".panel:has(#lanes)").get_by_role("button", name="SVG").click()
     assert Path(download.value.path()).read_text().startswith("<svg")
     assert download.value.suggested_filename == "paralab-tp_mlp-lanes-seq11.svg"
+
+
+def serving(live: LiveServer) -> LiveServer:
+    """Start `live` and return once it answers (its launcher need not be ready: nothing is run)."""
+    live.proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "--port", str(live.port), "--data-dir", str(live.data_dir), "--log-level", "warning"],
+        cwd=Path(__file__).resolve().parents[2], env=live.env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{live.url}/healthz", timeout=1)
+            return live
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise TimeoutError("the server did not answer")
+
+
+def test_a_room_survives_a_server_restart(page: Page, follower: Page, server, tmp_path):
+    """The server goes down mid-lecture and comes back on the same address: both pages reconnect to the
+    same room, at the same run and step, and go on."""
+    run = server.run("tp_mlp", 2)
+    total = run["events"]
+    shutil.copytree(server.data_dir / "runs" / run["id"], tmp_path / "runs" / run["id"])   # a room saved
+    code, secret = "RESTART2", "the-presenter-secret"                                 # mid-lecture
+    (tmp_path / "rooms").mkdir()
+    room = Room(code=code, secret_digest=hashlib.sha256(secret.encode()).hexdigest(), run=run["id"], cursor=2,
+                view={"lesson": "tp_mlp"})
+    (tmp_path / "rooms" / f"{code}.json").write_text(json.dumps(asdict(room)))
+
+    first = serving(LiveServer(tmp_path))
+    try:
+        page.goto(f"{first.url}/rooms/{code}#secret={secret}")
+        follower.goto(f"{first.url}/rooms/{code}")
+        expect(page.locator("#room-role")).to_have_text("Presenter")
+        expect(counter(follower)).to_have_text(f"seq 2 / {total}")
+        page.keyboard.press("ArrowRight")
+        expect(counter(follower)).to_have_text(f"seq 3 / {total}", timeout=1_000)
+    finally:
+        first.stop()
+    expect(follower.locator("#room-role")).to_have_text("Reconnecting…")
+
+    second = LiveServer(tmp_path)
+    second.port, second.url, second.ws_url = first.port, first.url, first.ws_url
+    serving(second)
+    try:
+        expect(follower.locator("#room-role")).to_have_text("Following live", timeout=10_000)
+        expect(page.locator("#room-role")).to_have_text("Presenter", timeout=10_000)
+        expect(counter(follower)).to_have_text(f"seq 3 / {total}")
+        page.keyboard.press("ArrowRight")
+        expect(counter(follower)).to_have_text(f"seq 4 / {total}", timeout=1_000)
+        assert follower.evaluate("window.paralab.room.state.events") == total
+    finally:
+        second.stop()
 
 
 def test_a_wrong_code_or_secret_is_refused(page: Page, server):
