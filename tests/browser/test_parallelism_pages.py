@@ -41,7 +41,8 @@ def test_pipeline_gantt_fills_in_beside_the_ideal_grid(page: Page, server):
         expect(page.locator(f'#pipeline .pipeline-gantt .gantt-row[data-rank="{rank}"] .gantt-block.B')).to_have_count(8)
     blocks = f_blocks(page, 3).evaluate_all("bs => bs.map((b) => [b.dataset.mb, b.querySelector('text')?.textContent ?? null])")
     assert sorted(int(mb) for mb, _ in blocks) == list(range(8))
-    assert sum(text == mb for mb, text in blocks) >= 6      # the number is on the block wherever it fits
+    assert all(text in (None, mb) for mb, text in blocks)   # the number is on the block wherever it fits
+    assert any(text == mb for mb, text in blocks)
     # sends point at the recvs that took them: 3 links × 8 microbatches × (activation + gradient)
     expect(page.locator("#pipeline .pipeline-gantt .gantt-arrow")).to_have_count(48)
 
