@@ -2,8 +2,9 @@
 everything, as before. With `PARALAB_AUTH=on` (the hosted lab) a signed session cookie (Starlette's
 SessionMiddleware, itsdangerous) names the user, and `AuthGate` lets through only what is public:
 the sign-in page and API, /healthz and the static files. Pages send a stranger to /login; the API
-answers 401; a websocket is refused. `/admin` and `/api/admin/*` are for admins only, and so is the
-direct judge (`POST /api/problems/{id}/judge`): students are judged through the fair queue.
+answers 401; a websocket is refused. `/admin` and `/api/admin/*` are for admins only, and so are the
+direct judge (`POST /api/problems/{id}/judge`: students are judged through the fair queue) and
+opening a lecture room (`POST /api/rooms`: a room's runs have no owner and no quota; staff present).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def require_admin(connection: HTTPConnection) -> User:
 
 
 def may_see(user: User, owner: str | None) -> bool:
-    return user.admin or owner == user.name
+    """A run or submission is its owner's and the admins'. A run with no owner (a lecture room's, which
+    only staff open, or one recorded before accounts were on) is shown to everyone signed in."""
+    return user.admin or owner is None or owner == user.name
 
 
 class AuthGate:
@@ -80,7 +83,8 @@ class AuthGate:
         if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
             return await self.app(scope, receive, send)
         admin_only = (path == "/admin" or path.startswith("/api/admin/")
-                      or (path.startswith("/api/problems/") and path.endswith("/judge")))
+                      or (path.startswith("/api/problems/") and path.endswith("/judge"))
+                      or (path == "/api/rooms" and scope.get("method") == "POST"))
         if user is not None and (user.admin or not admin_only):
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":

@@ -60,6 +60,7 @@ def test_sign_in_wrong_password_sign_out_and_sign_up_with_a_class_code(lab):
         assert c.get("/api/auth/me").json() == {"name": "bob", "role": "student", "class": "cs101", "auth": "on"}
         assert c.get("/api/admin/users").status_code == 403          # a student is not an admin
         assert c.get("/admin").status_code == 303
+        assert c.post("/api/rooms", json={}).status_code == 403            # staff open lecture rooms
         c.post("/api/auth/logout")
         assert c.get("/api/auth/me").status_code == 401
         bad = c.post("/api/auth/signup", json={"code": "WRONG-CODE", "name": "carol", "password": "carol-pass"})
