@@ -169,7 +169,7 @@ function traffic(state) {
   return rows;
 }
 
-function dpSync(state, params) {
+function dpSync(state, params, topology) {
   const series = state.rankMetrics.get("dp_sync_bytes");
   if (!series || !series.size) {
     return h("p", { class: "dp-sync pending" }, "DP sync: each rank reports the bytes it all-reduced across replicas at the end of the run.");
@@ -196,7 +196,7 @@ function dpSync(state, params) {
     h("p", {}, h("span", { class: "label" }, "DP gradient sync per rank: "), h("strong", { class: "dp-measured" }, formatBytes(e.value)),
       " measured · ", h("span", { class: "dp-expected" }, `${formatBytes(e.expected)} expected`),
       e.formula ? [" (", h("code", {}, e.formula), ")"] : "",
-      same ? h("span", { class: "panel-note" }, `the same on all ${values.length} ranks`) : h("span", { class: "panel-note" }, "ranks differ")),
+      h("span", { class: "panel-note" }, `${same ? "the same on" : "differs between"} ${values.length === topology.coordinates.length ? `all ${values.length} ranks` : `the ${values.length} ranks reported so far`}`)),
     verdict);
 }
 
@@ -227,6 +227,6 @@ export function renderTopology(container, state, { runId, params }) {
         h("th", { scope: "row" }, h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[k] } }, KIND_NAMES[k]),
           k === "pp" ? " send/recv" : " collectives"),
         h("td", { class: "num" }, String(t.get(k).calls)), h("td", { class: "num" }, formatBytes(t.get(k).bytes)))))),
-    dpSync(state, params));
+    dpSync(state, params, topology));
   return true;
 }
