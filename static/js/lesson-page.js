@@ -99,7 +99,7 @@ function render() {
   $("#cost-panel").hidden = !renderCost($("#cost"), state, ctx);
   renderParallelism(state, { ...ctx, lesson: lessonId, params: run?.params });
   renderFailure($("#failure"), state);
-  renderTables(state, ctx);
+  renderTables(state, { ...ctx, lesson: lessonId, params: run?.params });
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
   document.body.classList.toggle("has-run", Boolean(run));

@@ -93,12 +93,15 @@ export function bindPanelTools(store, { root = document, exportRun = true } = {}
   update();
 }
 
-/** Fill each panel's table from the state at the cursor (cheap: redrawn only when the step changes). */
-export function renderTables(state, { runId }) {
+/**
+ * Fill each panel's table(s) from the state at the cursor (cheap: redrawn only when the step changes).
+ * ctx: {runId, worldSize, lesson, params}.
+ */
+export function renderTables(state, ctx) {
   for (const [id, make] of Object.entries(TABLES)) {
     const box = document.getElementById(`table-${id}`);
-    if (!box || !changed(box, `${runId}|${state.index}`)) continue;
-    const table = state.index >= 0 ? make(state) : null;
-    fill(box, table || h("p", { class: "empty" }, "Nothing at this step."));
+    if (!box || !changed(box, `${ctx.runId}|${state.index}`)) continue;
+    const tables = state.index >= 0 ? [make(state, ctx)].flat().filter(Boolean) : [];
+    fill(box, tables.length ? tables : h("p", { class: "empty" }, "Nothing at this step."));
   }
 }

@@ -6,6 +6,7 @@
 
 import { h } from "paralab/dom.js";
 import { activity, formatNumber } from "paralab/replay.js";
+import { PARALLEL_TABLES } from "paralab/views/tables-parallel.js";
 
 const MAX_VALUES = 64;   // previews with more values show their statistics only
 
@@ -81,5 +82,8 @@ export function tensorsTable(state) {
   return table("Tensors at this step", ["tensor", "rank", "part", "min", "max", "mean", "values"], rows);
 }
 
-/** Picture id → its table. Panels whose picture is already a table (checks, communication) need none. */
-export const TABLES = { lanes: lanesTable, collective: collectiveTable, tensors: tensorsTable };
+/**
+ * Picture id → its table (a function of the state and the page's context {runId, worldSize, lesson, params}).
+ * Panels whose picture is already a table (checks, communication, the hang report) need none.
+ */
+export const TABLES = { lanes: lanesTable, collective: collectiveTable, tensors: tensorsTable, ...PARALLEL_TABLES };
