@@ -44,8 +44,8 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
 
     editor.fill((REPO / "tests/problems/ring_allreduce/wrong_chunk_index.py").read_text())
     editor.press("Control+Enter")
-    status = page.locator(".verdict-status")
-    status.filter(has_text="Failed").wait_for(timeout=90_000)
+    page.locator('.verdict-status[data-state="failed"]').wait_for(timeout=90_000)
+    assert page.locator(".verdict-status").inner_text().startswith("Failed")
     failing = page.locator('.check.fail[data-check="sum"]')
     assert failing.count() == 1
     assert "rank" in failing.locator(".check-ranks").inner_text()
@@ -56,7 +56,8 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
 
     editor.fill((REPO / "workers/problems/ring_allreduce/reference.py").read_text())
     page.click('[data-action="submit"]')
-    status.filter(has_text="Passed").wait_for(timeout=90_000)
+    page.locator('.verdict-status[data-state="passed"]').wait_for(timeout=90_000)
+    assert page.locator(".verdict-status").inner_text().startswith("Passed")
     assert page.locator(".check.fail").count() == 0
     assert page.locator('.check.pass[data-check="sum"]').count() == 1
     assert page.locator('.check.pass[data-check="communication"]').count() == 1
