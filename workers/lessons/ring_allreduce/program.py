@@ -19,7 +19,6 @@ log₂p steps, but n elements each — better for small messages, where latency 
 import math
 
 import torch
-import torch.distributed as dist
 
 from workers import comm
 
