@@ -78,3 +78,20 @@ if found:
 def test_reading_the_servers_files_fails_inside():
     verdict = judge("fg_operators", attack("open('/root/.bash_history').read()\n"), LIMITS)
     assert verdict.status == "failed" and "No such file" in verdict.reason
+
+
+def test_the_server_keeps_serving_while_a_fork_bomb_is_judged(server):
+    """A hostile submission through the server's API while a lesson runs: the lesson finishes, its
+    checks pass, and the bomb ends contained."""
+    import httpx
+    from concurrent.futures import ThreadPoolExecutor as Pool
+
+    bomb = attack("while True:\n    os.fork()\n")
+    with Pool(1) as pool:
+        judged = pool.submit(httpx.post, f"{server.url}/api/problems/fg_operators/judge",
+                             json={"code": bomb}, timeout=300)
+        run = server.run("tp_mlp", 2)
+        verdict = judged.result()
+    assert run["status"] == "done" and all(c["passed"] for c in run["checks"])
+    assert verdict.status_code == 200, verdict.text
+    assert verdict.json()["status"] == "refused" and "process limit" in verdict.json()["reason"]

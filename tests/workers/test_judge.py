@@ -78,3 +78,17 @@ def test_the_command_line_prints_each_check_and_exits_with_the_verdict(tmp_path)
     (tmp_path / "bad.py").write_text("import socket\n")
     refused = cli("ring_allreduce", tmp_path / "bad.py")
     assert refused.returncode == 2 and refused.stdout.strip().splitlines()[-1].startswith("refused: ")
+
+
+def test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it(tmp_path):
+    """bubblewrap missing from PATH: refused (exit 2); PARALAB_ALLOW_UNSANDBOXED=1 runs it anyway."""
+    env = {"PATH": str(tmp_path), "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
+    reference = PROBLEMS["ring_allreduce"].dir / "reference.py"
+    command = [sys.executable, "-m", "workers.judge", "ring_allreduce", str(reference)]
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=180)
+    assert refused.returncode == 2
+    assert "no sandbox is available" in refused.stdout.strip().splitlines()[-1]
+    allowed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=180,
+                             env={**env, "PARALAB_ALLOW_UNSANDBOXED": "1"})
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "PASS sum" in allowed.stdout
