@@ -24,14 +24,20 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
-    """A page 1400×900 (a projector-ish laptop screen). JavaScript errors fail the test."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+def open_page(browser, width: int, height: int, who: str = "the page"):
+    """A page in a browser context of its own (its own localStorage); JavaScript errors fail the test.
+    A generator: use it from a fixture with `yield from`."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     context.set_default_timeout(15_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     yield page
     context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not errors, f"JavaScript errors on {who}: {errors}"
+
+
+@pytest.fixture
+def page(browser):
+    """A page 1400×900 (a projector-ish laptop screen). JavaScript errors fail the test."""
+    yield from open_page(browser, 1400, 900)

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.rooms import Room
+from tests.browser.conftest import open_page
 from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -35,14 +36,7 @@ def seq_of(page: Page) -> int:
 @pytest.fixture
 def follower(browser: Browser):
     """A second person: their own browser context (own localStorage), JavaScript errors fail the test."""
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, f"JavaScript errors on the follower's page: {errors}"
+    yield from open_page(browser, 1200, 800, "the follower's page")
 
 
 def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
