@@ -16,11 +16,12 @@ import pytest
 
 from app.submissions import FairQueue
 from tests.conftest import LiveServer
+from tests.problems.wrong import wrong_solution
 from workers import sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = (REPO / "workers/problems/ring_allreduce/reference.py").read_text()
-WRONG = (REPO / "tests/problems/ring_allreduce/wrong_chunk_index.py").read_text()
+WRONG = wrong_solution("ring_allreduce/chunk_index")
 QUOTA = 8
 STUDENTS = ["s1", "s2", "s3"]
 

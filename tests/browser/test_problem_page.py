@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.problems.wrong import wrong_solution
 from workers import sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     assert "def ring_all_reduce" in editor.input_value()            # the starter code
     assert page.locator(".editor-highlight .py-kw").count() > 0     # highlighted
 
-    editor.fill((REPO / "tests/problems/ring_allreduce/wrong_chunk_index.py").read_text())
+    editor.fill(wrong_solution("ring_allreduce/chunk_index"))
     editor.press("Control+Enter")
     page.locator('.verdict-status[data-state="failed"]').wait_for(timeout=90_000)
     assert page.locator(".verdict-status").inner_text().startswith("Failed")

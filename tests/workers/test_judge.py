@@ -10,22 +10,22 @@ import pytest
 
 from workers import sandbox
 from workers.judge import MAX_CODE_BYTES, judge, screen
+from tests.problems.wrong import wrong_solution
 from workers.problems import PROBLEMS
 
 REPO = Path(__file__).resolve().parents[2]
-WRONG = REPO / "tests" / "problems"
 needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
 
 # each wrong solution and the checks it must fail (it may fail others too)
 WRONG_SOLUTIONS = {
-    "fg_operators/wrong_no_backward_allreduce.py": {"input gradient dX", "communication"},
-    "fg_operators/wrong_swapped.py": {"output Y", "W1 shard gradient"},
-    "sp_mlp_block/wrong_backward_not_summed.py": {"input gradient dX rows", "LayerNorm weight gradient"},
-    "sp_mlp_block/wrong_all_reduce_then_slice.py": {"communication"},
-    "pp_1f1b_loop/wrong_gpipe_order.py": {"1F1B order", "activations held"},
-    "pp_1f1b_loop/wrong_warmup_too_long.py": {"1F1B order", "activations held"},
-    "ring_allreduce/wrong_chunk_index.py": {"sum"},
-    "ring_allreduce/wrong_uses_all_reduce.py": {"communication"},
+    "fg_operators/no_backward_allreduce": {"input gradient dX", "communication"},
+    "fg_operators/swapped": {"output Y", "W1 shard gradient"},
+    "sp_mlp_block/backward_not_summed": {"input gradient dX rows", "LayerNorm weight gradient"},
+    "sp_mlp_block/all_reduce_then_slice": {"communication"},
+    "pp_1f1b_loop/gpipe_order": {"1F1B order", "activations held"},
+    "pp_1f1b_loop/warmup_too_long": {"1F1B order", "activations held"},
+    "ring_allreduce/chunk_index": {"sum"},
+    "ring_allreduce/uses_all_reduce": {"communication"},
 }
 
 
@@ -36,7 +36,7 @@ def test_the_four_problems_are_listed():
 @needs_sandbox
 def test_reference_solutions_pass_and_wrong_ones_fail_the_right_checks():
     jobs = [(p, (PROBLEMS[p].dir / "reference.py").read_text(), None) for p in PROBLEMS]
-    jobs += [(name.split("/")[0], (WRONG / name).read_text(), must_fail) for name, must_fail in WRONG_SOLUTIONS.items()]
+    jobs += [(name.split("/")[0], wrong_solution(name), must_fail) for name, must_fail in WRONG_SOLUTIONS.items()]
     with ThreadPoolExecutor(2) as pool:
         verdicts = list(pool.map(lambda job: judge(job[0], job[1]), jobs))
     for (problem, _, must_fail), verdict in zip(jobs, verdicts):
@@ -73,7 +73,8 @@ def test_the_command_line_prints_each_check_and_exits_with_the_verdict(tmp_path)
                               capture_output=True, text=True, cwd=REPO, timeout=180)
     good = cli("ring_allreduce", PROBLEMS["ring_allreduce"].dir / "reference.py")
     assert good.returncode == 0 and "PASS sum" in good.stdout and "PASS communication" in good.stdout
-    bad = cli("ring_allreduce", WRONG / "ring_allreduce/wrong_chunk_index.py")
+    (tmp_path / "wrong.py").write_text(wrong_solution("ring_allreduce/chunk_index"))
+    bad = cli("ring_allreduce", tmp_path / "wrong.py")
     assert bad.returncode == 1 and "FAIL sum" in bad.stdout and "got" in bad.stdout and "expected" in bad.stdout
     (tmp_path / "bad.py").write_text("import socket\n")
     refused = cli("ring_allreduce", tmp_path / "bad.py")
