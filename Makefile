@@ -3,7 +3,7 @@ PYTHON ?= python3
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 
-.PHONY: install install-test browser serve test bench
+.PHONY: install install-test system-deps serve test bench
 
 install:
 	$(PIP) install -q $(TORCH_CPU) || $(PIP) install -q torch
@@ -14,14 +14,14 @@ install-test: install
 
 # Debian's chromium for the Playwright tests (never `playwright install`: it downloads a browser),
 # bubblewrap for the judge's sandbox, docker-compose to validate docker-compose.yml.
-browser:
+system-deps:
 	@(command -v chromium && command -v bwrap && command -v docker-compose) >/dev/null || (apt-get update -q && apt-get install -y -q chromium bubblewrap docker-compose)
 
 serve: install
 	$(PYTHON) -m app
 
-test: install-test browser
+test: install-test system-deps
 	$(PYTHON) -m pytest -q
 
 bench: install
-	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py
+	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py && $(PYTHON) bench/room_followers.py
