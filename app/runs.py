@@ -155,6 +155,7 @@ class RunManager:
 
     def get(self, run_id: str) -> Run | None:
         if run_id in self.runs:
+            self.runs[run_id] = self.runs.pop(run_id)          # most recently used last
             return self.runs[run_id]
         try:
             recording = self._recording(run_id)
@@ -169,6 +170,7 @@ class RunManager:
                   events=recording.load_events())
         run.finished.set()
         self.runs[run_id] = run
+        self._forget_old_runs()
         return run
 
     def list(self, limit: int = 50) -> list[dict]:
@@ -394,6 +396,17 @@ class RunManager:
         recording.flush()
         recording.save_meta(run.meta())
         run.finished.set()
+        self._forget_old_runs()
+
+    def _forget_old_runs(self) -> None:
+        """Keep at most RUNS_IN_MEMORY ended runs in memory, the least recently used go (they are
+        on disk and come back on the next `get`)."""
+        ended = [run_id for run_id, run in self.runs.items() if run.final]
+        for run_id in ended[: max(len(ended) - self.settings.RUNS_IN_MEMORY, 0)]:
+            del self.runs[run_id]
+            recording = self._recordings.pop(run_id, None)
+            if recording is not None:
+                recording.close()
 
     @staticmethod
     def _kill(run: Run) -> None:

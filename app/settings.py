@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     ALLOW_UNSANDBOXED: bool = False                       # judge learner code even without bubblewrap
     ROOM_TTL_S: float = Field(86400.0, gt=0)             # a room idle this long expires
     MAX_CONCURRENT_RUNS: int = Field(2, ge=1)
+    RUNS_IN_MEMORY: int = Field(200, ge=1)               # ended runs kept in memory (the rest reload from disk)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
     LOG_LEVEL: str = "info"
     # the hosted lab (docs/hosted-lab.md): accounts, sessions, quotas. Off: the single-user lecture mode.

@@ -114,3 +114,16 @@ def test_runs_left_in_flight_are_failed_at_start_up_in_record_and_log(tmp_path):
     assert run.events[-1] == {"seq": 3, "rank": None, "t": 0.5, "kind": "run", "status": "failed",
                               "error": run.error}
     assert Recording(tmp_path / "runs", "fine").load_meta() == {"id": "fine", "status": "done"}
+
+
+def test_only_the_most_recent_ended_runs_stay_in_memory_and_the_rest_reload(server_factory, tmp_path):
+    """A long-running lab keeps a bounded number of ended runs in memory; older ones still answer,
+    read back from disk, with the same events."""
+    import httpx
+
+    server = server_factory(tmp_path, env={"PARALAB_RUNS_IN_MEMORY": "2"})
+    runs = [server.run("tp_mlp", 1) for _ in range(4)]
+    first = httpx.get(f"{server.url}/api/runs/{runs[0]['id']}").json()
+    assert first["status"] == "done" and first["events"] == runs[0]["events"]
+    lines = httpx.get(f"{server.url}/api/runs/{runs[0]['id']}/events").text.splitlines()
+    assert len(lines) == runs[0]["events"]
