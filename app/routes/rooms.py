@@ -95,6 +95,16 @@ async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber
     """The state, the current run's backlog, then live messages — each event once. A follower that
     resumed with `since` had the room's run up to there: a resync must not send that again."""
     last: dict[str, int] = {room.run: since} if room.run else {}
+    current = room.run
+
+    def now_showing(run_id: str | None):
+        """A state naming another run: the client starts that run's log afresh, and the whole log
+        follows — again, for a run shown before (A, B, then A again)."""
+        nonlocal current
+        if run_id != current:
+            current = run_id
+            if run_id:
+                last[run_id] = 0
 
     async def send_event(message: dict, text: str | None = None):
         run_id, seq = message["run"], message["event"]["seq"]
@@ -112,6 +122,7 @@ async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber
         text = await subscriber.queue.get()
         if subscriber.lagged:                               # too far behind: resync, never wait
             subscriber.drain()
+            now_showing(room.run)
             await websocket.send_text(json.dumps(rooms.state(room), separators=(",", ":")))
             for message in rooms.backlog(room, last.get(room.run, 0)):
                 await send_event(message)
@@ -119,6 +130,8 @@ async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber
         if text.startswith('{"type":"event"'):
             await send_event(json.loads(text), text)
         else:
+            if text.startswith('{"type":"state"'):
+                now_showing(json.loads(text)["run"])
             await websocket.send_text(text)
 
 
@@ -143,6 +156,11 @@ async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dic
         if op == "run":
             body = RunCreate(**{k: v for k, v in message.items() if k != "op"})
             rooms.show_run(room, await start_run(manager, settings, body))
+        elif op == "show":                               # a recorded run (reloaded from disk), any owner's:
+            shown = manager.get(message["run"]) if isinstance(message.get("run"), str) else None
+            if shown is None:                            # whoever has the secret is staff (an admin opened it)
+                return f"no run with id {message.get('run')!r}"
+            rooms.show_run(room, shown)
         elif op == "seek":
             rooms.seek(room, message.get("seq"))
         elif op == "step":
@@ -161,7 +179,7 @@ async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dic
             control = {"op": "step", "rank": message.get("rank")} if op == "release" else {"op": op}
             return manager.control(run, {k: v for k, v in control.items() if v is not None})
         else:
-            return f"unknown op {op!r}: use run, step, seek, view, release, continue, pause or cancel"
+            return f"unknown op {op!r}: use run, show, step, seek, view, release, continue, pause or cancel"
     except ValidationError as exc:                       # `loc` as the REST API words it
         return [{"loc": ["body", *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in exc.errors()]
     except RunRejected as exc:

@@ -4,7 +4,7 @@
  *
  * The room as the server describes it (its run, the presenter's cursor, its view, the follower count)
  * is mirrored in `room`, apart from what is on screen. The presenter's page shows that run, and sends
- * its cursor (`seek`), its lesson (`view`) and its runs (`run`) to the room. A follower's page shows
+ * its cursor (`seek`), its lesson (`view`) and its runs (`run`, or `show` for one recorded earlier) to the room. A follower's page shows
  * the room's run at the presenter's cursor while it follows live; the moment the viewer moves the cursor
  * themselves (keys, scrubber, Play) or presses Detach, it stops following and explores on its own, the
  * mirror still kept up to date, until "Rejoin live" puts the page back where the presenter is.
@@ -14,6 +14,7 @@ import { currentLesson, host, openRun, store, useLesson } from "paralab/lesson-p
 import { connectRoom } from "paralab/room-connection.js";
 import { displayCode, saveSecret, savedSecret } from "paralab/rooms.js";
 import { clearErrors, showErrors } from "paralab/controls/params-form.js";
+import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { typing } from "paralab/controls/keyboard.js";
 import { t } from "paralab/i18n.js";
 
@@ -290,6 +291,40 @@ host.connect = (run, callbacks) => {
   };
 };
 
+// ---- earlier runs: the presenter shows the room a run recorded before (a lecturer's safety net) ------------
+const earlier = $("#room-earlier");
+const earlierButton = $('[data-action="earlier-runs"]');
+
+async function showEarlier(show = earlier.hidden) {
+  earlier.hidden = !show;
+  earlierButton.setAttribute("aria-expanded", String(show));
+  if (!show) return;
+  cardDismissed = true;
+  showCard(false);
+  let runs = [];
+  try {
+    const response = await fetch("/api/runs?limit=50");
+    if (response.ok) runs = await response.json();
+  } catch { /* none to offer */ }
+  const list = $("#room-earlier-list");
+  renderRecentRuns(list, runs, page.dataset.lesson, { onShow: showToRoom, limit: 12 });
+  $("#room-earlier-empty").hidden = !list.hidden;
+  list.querySelector("button")?.focus();
+}
+
+function showToRoom(run) {
+  if (role !== "presenter") return;
+  if (!socket.open) {
+    say("Not connected to the room right now; try again in a moment.");
+    return;
+  }
+  const { id, lesson, world_size, params, step } = run;
+  sendView({ lesson, run: { id, lesson, world_size, params, step } });     // followers need not ask the API
+  socket.send({ op: "show", run: id });
+  showEarlier(false);
+  earlierButton.focus();
+}
+
 // The presenter's cursor goes to the room, at most every 100 ms (and always the latest).
 let seekTimer = null;
 let lastSeek = 0;
@@ -445,6 +480,11 @@ $('[data-action="room-card-close"]').addEventListener("click", () => {
   showCard(false);
   cardButton.focus();
 });
+earlierButton.addEventListener("click", () => showEarlier());
+$('[data-action="room-earlier-close"]').addEventListener("click", () => {
+  showEarlier(false);
+  earlierButton.focus();
+});
 $('[data-action="detach"]').addEventListener("click", detach);
 $('[data-action="rejoin"]').addEventListener("click", rejoin);
 $('[data-action="copy-presenter-link"]').addEventListener("click", async (event) => {
@@ -466,6 +506,7 @@ document.addEventListener("keydown", (event) => {
     cardDismissed = true;
     showCard();
   } else if (event.key === "Escape" && !card.hidden) showCard(false);
+  else if (event.key === "Escape" && !earlier.hidden) showEarlier(false);
   else return;
   event.preventDefault();
 });

@@ -237,3 +237,37 @@ def test_an_exported_run_replays_offline(browser: Browser, server, tmp_path):
         context.close()
     assert not errors, f"JavaScript errors in the exported file: {errors}"
     assert asked == [], f"the exported file reached for the network: {asked}"
+
+
+def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page, follower: Page, server):
+    """The lecturer's safety net: a run recorded before the lecture, shown to the room from the presenter's
+    "Earlier runs" list instead of starting one; the follower's page switches to it like a new run."""
+    earlier = server.run("tp_mlp", 2, {"seed": 7})
+    total = earlier["events"]
+    room = httpx.post(f"{server.url}/api/rooms").json()
+    page.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
+    expect(page.locator("#room-role")).to_have_text("Presenter")
+    follower.goto(f"{server.url}/rooms/{room['code']}")
+    expect(follower.locator("#room-role")).to_have_text("Following live")
+    expect(follower.get_by_role("button", name="Earlier runs")).to_be_hidden()       # the presenter's alone
+
+    page.get_by_role("button", name="Earlier runs").click()
+    expect(page.locator("#room-card")).to_be_hidden()
+    show = page.locator(f'#room-earlier button[data-run="{earlier["id"]}"]')
+    expect(show).to_have_text("Show to the room")
+    show.click()
+    expect(page.locator("#room-earlier")).to_be_hidden()
+
+    expect(counter(follower)).to_have_text(f"seq 1 / {total}", timeout=5_000)
+    assert follower.evaluate("window.paralab.room.state.run") == earlier["id"]
+    assert follower.evaluate("window.paralab.room.state.events") == total
+    expect(counter(page)).to_have_text(re.compile(rf"/ {total}$"))
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    expect(counter(follower)).to_have_text(f"seq 2 / {total}", timeout=1_000)
+    expect(follower.locator("#now .now-text")).to_have_text(page.locator("#now .now-text").text_content())
+
+    # An unknown run (gone from the disk, say) is refused in words; the room keeps its run.
+    page.evaluate("window.paralab.room.socket.send({op: 'show', run: '0123456789ab'})")
+    expect(page.locator(".room-notice")).to_contain_text("no run with id '0123456789ab'")
+    assert httpx.get(f"{server.url}/api/rooms/{room['code']}").json()["run"] == earlier["id"]

@@ -10,8 +10,12 @@ function when(seconds) {
   return new Date(seconds * 1000).toLocaleDateString();
 }
 
-export function renderRecentRuns(container, runs, lessonId) {
-  const mine = runs.filter((r) => r.lesson === lessonId).slice(0, 6);
+/**
+ * `onShow` (a lecture room's presenter): each run also gets a "Show to the room" button that calls it
+ * with the run; `limit` runs at most.
+ */
+export function renderRecentRuns(container, runs, lessonId, { onShow = null, limit = 6 } = {}) {
+  const mine = runs.filter((r) => r.lesson === lessonId).slice(0, limit);
   container.hidden = mine.length === 0;
   if (!mine.length) return;
   fill(container,
@@ -22,6 +26,8 @@ export function renderRecentRuns(container, runs, lessonId) {
         h("a", { href: `?${query}` }, `${r.world_size} rank${r.world_size === 1 ? "" : "s"}`,
           h("span", { class: "recent-params" }, Object.entries(r.params).map(([k, v]) => ` · ${k} ${v}`).join(""))),
         h("span", { class: `recent-status status-${r.status}` }, r.status),
-        h("span", { class: "recent-when" }, when(r.created_at)));
+        h("span", { class: "recent-when" }, when(r.created_at)),
+        onShow ? h("button", { type: "button", class: "recent-show", "data-run": r.id, onclick: () => onShow(r) },
+          "Show to the room") : null);
     })));
 }
