@@ -43,6 +43,7 @@ const wanted = {                               // what the presenter's form star
 // ---- the room, as the server describes it -------------------------------------------------------------
 const room = { run: null, runInfo: null, events: [], cursor: 0, view: {}, followers: 0 };
 let live = true;              // a follower shows what the presenter shows
+let startShownRun = null;     // the recorded run this presenter just showed: it opens at its start
 let applying = false;         // this module moves the cursor (not the viewer)
 let refused = null;           // the server's last word when it closed the room to us
 let runStarting = false;      // the presenter sent "run"; its answer has not come yet
@@ -227,8 +228,11 @@ async function apply() {
   }
   const atEnd = room.cursor >= room.events.length;
   if (store.state.run?.id !== room.run) {
+    const shownFromStart = role === "presenter" && startShownRun === room.run;   // a recorded run: from its first event
+    startShownRun = null;
+    const presenterSeq = shownFromStart ? 1 : (atEnd ? null : room.cursor || null);
     withApplying(() => {
-      openRun(info, { seq: role === "presenter" ? (atEnd ? null : room.cursor || null) : Math.max(room.cursor, 1) });
+      openRun(info, { seq: role === "presenter" ? presenterSeq : Math.max(room.cursor, 1) });
       store.append(room.events);
     });
   } else if (store.state.log.length < room.events.length) {
@@ -320,6 +324,7 @@ function showToRoom(run) {
   }
   const { id, lesson, world_size, params, step } = run;
   sendView({ lesson, run: { id, lesson, world_size, params, step } });     // followers need not ask the API
+  startShownRun = id;
   socket.send({ op: "show", run: id });
   showEarlier(false);
   earlierButton.focus();

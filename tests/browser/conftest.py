@@ -9,6 +9,10 @@ import pytest
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
+# Assertions wait as long as actions do: two cores running a server, ranks and a browser are slow
+# at times, and a page that needs a moment more is not a failure.
+sync_api.expect.set_options(timeout=15_000)
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
