@@ -37,15 +37,15 @@ def build_groups(lab, p):
         "pp": [[d * p.pp * p.tp + s * p.tp + t for s in range(p.pp)] for d in range(p.dp) for t in range(p.tp)],
         "dp": [[d * p.pp * p.tp + s * p.tp + t for d in range(p.dp)] for s in range(p.pp) for t in range(p.tp)],
     }
+    if lab.rank == 0:                                  # before any group exists: first in the log
+        lab.emit_event("topology", tp=p.tp, pp=p.pp, dp=p.dp, groups=ranks_of,
+                       coordinates=[coordinates(r, p.tp, p.pp) for r in range(world)])
     mine = {}
     for kind, groups in ranks_of.items():
         for index, members in enumerate(groups):
             group = lab.group(f"{kind}{index}" if lab.rank not in members else kind, members)
             if lab.rank in members:
                 mine[kind] = (group, members)
-    if lab.rank == 0:
-        lab.emit_event("topology", tp=p.tp, pp=p.pp, dp=p.dp, groups=ranks_of,
-                       coordinates=[coordinates(r, p.tp, p.pp) for r in range(world)])
     return mine
 
 
