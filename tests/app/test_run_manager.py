@@ -116,14 +116,23 @@ def test_runs_left_in_flight_are_failed_at_start_up_in_record_and_log(tmp_path):
     assert Recording(tmp_path / "runs", "fine").load_meta() == {"id": "fine", "status": "done"}
 
 
-def test_only_the_most_recent_ended_runs_stay_in_memory_and_the_rest_reload(server_factory, tmp_path):
-    """A long-running lab keeps a bounded number of ended runs in memory; older ones still answer,
-    read back from disk, with the same events."""
-    import httpx
+def test_only_the_most_recent_ended_runs_stay_in_memory_and_the_rest_reload(tmp_path):
+    """A long-running lab keeps at most RUNS_IN_MEMORY ended runs in memory (the least recently used
+    go); a forgotten run still answers, read back from disk with the same events."""
+    async def scenario():
+        manager = RunManager(Settings(DATA_DIR=tmp_path, RUNS_IN_MEMORY=2), Hub())
+        manager.runs_dir.mkdir(parents=True)
+        runs = [manager.create("crash", 1, {}, False, "gloo") for _ in range(4)]
+        for run in runs:
+            run.status = "running"
+            manager._take(run, None, report((0, 0, False))[1])
+            await asyncio.wait_for(run.finished.wait(), 5)
+        in_memory = set(manager.runs)
+        first = manager.get(runs[0].id)                   # from disk, now the most recently used
+        return in_memory, first, runs, set(manager.runs)
 
-    server = server_factory(tmp_path, env={"PARALAB_RUNS_IN_MEMORY": "2"})
-    runs = [server.run("tp_mlp", 1) for _ in range(4)]
-    first = httpx.get(f"{server.url}/api/runs/{runs[0]['id']}").json()
-    assert first["status"] == "done" and first["events"] == runs[0]["events"]
-    lines = httpx.get(f"{server.url}/api/runs/{runs[0]['id']}/events").text.splitlines()
-    assert len(lines) == runs[0]["events"]
+    in_memory, first, runs, after = asyncio.run(scenario())
+    assert in_memory == {runs[2].id, runs[3].id}
+    assert first is not runs[0] and first.status == "done"
+    assert [e["seq"] for e in first.events] == [e["seq"] for e in runs[0].events]
+    assert after == {runs[3].id, runs[0].id}
