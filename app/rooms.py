@@ -4,7 +4,8 @@ A room has a short code (typed from the projector) and a presenter secret. It ho
 must see: the current run, the presenter's cursor in its event log (`seq`), and a small `view`
 (panel, theme, …). Everything a follower receives goes through the hub's topic `room:<code>`, one
 bounded queue per follower: a follower too far behind is resynchronised, never waited for.
-Rooms are saved under DATA_DIR/rooms/ and survive a restart.
+Rooms are saved under DATA_DIR/rooms/ and survive a restart. A room nobody is connected to and the
+presenter has not changed for ROOM_TTL_S expires: refused like an unknown code, then deleted.
 
 Messages to followers (JSON text): {"type": "state", …the room…}, {"type": "event", "run", "event"}
 for each event of the room's current run, {"type": "followers", "count"}.
@@ -64,6 +65,7 @@ class RoomManager:
         self.rooms: dict[str, Room] = {}
         self._by_run: dict[str, set[str]] = {}
         self._counts: dict[str, int] = {}
+        self._occupied: set[str] = set()                # rooms someone was connected to a second ago
         self.presenters: dict[str, int] = {}            # presenter sockets per room (not followers)
         self._task: asyncio.Task | None = None
         runs.listeners.append(self._on_run_event)
@@ -75,7 +77,7 @@ class RoomManager:
             self.rooms[room.code] = room
             if room.run:
                 self._by_run.setdefault(room.run, set()).add(room.code)
-        self._task = asyncio.create_task(self._count_followers())
+        self._task = asyncio.create_task(self._tend())
 
     async def stop(self) -> None:
         if self._task:
@@ -93,9 +95,14 @@ class RoomManager:
 
     def get(self, code: str) -> Room | None:
         room = self.rooms.get(normalise_code(code))
-        if room is None or time.time() - room.active_at > self.ttl_s:
-            return None
-        return room
+        return None if room is None or self.expired(room) else room
+
+    def expired(self, room: Room) -> bool:
+        """Idle: nobody connected, and no change by the presenter for the TTL."""
+        return self.connected(room) == 0 and time.time() - room.active_at > self.ttl_s
+
+    def connected(self, room: Room) -> int:
+        return self.hub.count(self.topic(room))
 
     def is_presenter(self, room: Room, secret: str | None) -> bool:
         return secret is not None and hmac.compare_digest(_digest(secret), room.secret_digest)
@@ -104,7 +111,7 @@ class RoomManager:
         return f"room:{room.code}"
 
     def followers(self, room: Room) -> int:
-        return self.hub.count(self.topic(room)) - self.presenters.get(room.code, 0)
+        return self.connected(room) - self.presenters.get(room.code, 0)
 
     def state(self, room: Room) -> dict:
         return room.public(self.followers(room))
@@ -164,12 +171,36 @@ class RoomManager:
         for code in codes:                                  # encoded once, queued for every follower
             self.hub.publish(f"room:{code}", message)
 
-    async def _count_followers(self) -> None:
-        """Tell each room its follower count when it changes, at most once a second."""
+    async def _tend(self) -> None:
+        """Once a second: tell each room its follower count when it changed, keep rooms with
+        anyone connected alive, delete expired ones."""
         while True:
             await asyncio.sleep(1)
             for room in list(self.rooms.values()):
-                count = self.followers(room)
-                if self._counts.get(room.code, 0) != count:
-                    self._counts[room.code] = count
-                    self.hub.publish(self.topic(room), json.dumps({"type": "followers", "count": count}))
+                self._count_followers(room)
+                self._keep_alive(room)
+                if self.expired(room):
+                    self._delete(room)
+
+    def _count_followers(self, room: Room) -> None:
+        count = self.followers(room)
+        if self._counts.get(room.code, 0) != count:
+            self._counts[room.code] = count
+            self.hub.publish(self.topic(room), json.dumps({"type": "followers", "count": count}))
+
+    def _keep_alive(self, room: Room) -> None:
+        """A room in use is not idle; its last use is saved when the last socket leaves."""
+        if self.connected(room):
+            room.active_at = time.time()
+            self._occupied.add(room.code)
+        elif room.code in self._occupied:
+            self._occupied.discard(room.code)
+            self._save(room)
+
+    def _delete(self, room: Room) -> None:
+        del self.rooms[room.code]
+        if room.run:
+            self._by_run.get(room.run, set()).discard(room.code)
+        self._counts.pop(room.code, None)
+        self.presenters.pop(room.code, None)
+        (self.dir / f"{room.code}.json").unlink(missing_ok=True)

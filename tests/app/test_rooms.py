@@ -527,3 +527,30 @@ def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every
         states = [m for m in sent if m["type"] == "state"]
         assert sent[0] == states[0] and len(states) == 3               # first, after the resync, the seek
         assert states[-1]["cursor"] == 50 == sent[-1]["cursor"]
+
+
+def test_an_idle_room_is_deleted_and_a_room_in_use_is_kept_alive(tmp_path):
+    """TTL 2.5 s: the room nobody joined is refused, then gone from memory and disk; the room with a
+    socket open outlives the TTL, and gets a whole TTL after its last socket leaves."""
+    async def scenario():
+        hub = Hub(queue_size=8)
+        rooms = RoomManager(tmp_path, hub, RunManager(Settings(DATA_DIR=tmp_path), hub), ttl_s=2.5)
+        await rooms.start()
+        idle, _ = rooms.create()
+        used, _ = rooms.create()
+        saved = tmp_path / "rooms"
+        try:
+            async with hub.subscribe(rooms.topic(used)):
+                await asyncio.sleep(3.7)
+                assert rooms.get(idle.code) is None
+                assert idle.code not in rooms.rooms and not (saved / f"{idle.code}.json").exists()
+                assert rooms.get(used.code) is used
+            await asyncio.sleep(1.1)
+            assert rooms.get(used.code) is used                   # just left: not idle yet
+            assert json.loads((saved / f"{used.code}.json").read_text())["active_at"] > used.created_at + 2
+            await asyncio.sleep(3.7)
+            assert rooms.get(used.code) is None and list(saved.glob("*.json")) == []
+        finally:
+            await rooms.stop()
+
+    asyncio.run(scenario())
