@@ -51,6 +51,7 @@ class LiveServer:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
+        self.stop()
         raise TimeoutError("server did not become ready")
 
     def stop(self) -> None:

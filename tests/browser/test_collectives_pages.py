@@ -113,7 +113,7 @@ def test_deadlock_shows_the_hang_report_naming_the_missing_rank(page: Page, serv
 
 def test_sweep_draws_measured_against_predicted(page: Page, server):
     run = server.run("collectives", 4, {"op": "all_gather", "sweep": True})
-    assert run["status"] == "done"
+    assert run["status"] == "done", run["error"]
     points = [e for e in events_of(server, run["id"]) if e["kind"] == "metric" and e["name"] == "cost_sweep"]
     page.goto(f"{server.url}/lessons/collectives?run={run['id']}")
     panel = page.locator("#cost-panel")
@@ -131,7 +131,7 @@ def test_sweep_draws_measured_against_predicted(page: Page, server):
 
 def test_ring_steps_show_chunks_moving_between_neighbours(page: Page, server):
     run = server.run("ring_allreduce", 4, {"algorithm": "ring"})
-    assert run["status"] == "done"
+    assert run["status"] == "done", run["error"]
     events = events_of(server, run["id"])
     # the last send of reduce-scatter step 1: every chunk of the step is on its way or delivered
     seq = max(e["seq"] for e in events if e["kind"] == "p2p" and e["phase"] == "begin"

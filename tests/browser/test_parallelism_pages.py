@@ -73,7 +73,7 @@ def test_pipeline_gantt_fills_in_beside_the_ideal_grid(page: Page, server):
 
 def test_torchs_wrong_grid_is_corrected_and_said_so(page: Page, server):
     run = server.run("pp", 4, {"schedule": "1F1B", "microbatches": 8})
-    assert run["status"] == "done"
+    assert run["status"] == "done", run["error"]
     open_run(page, server, "pp", run)
     notes = page.locator("#pipeline .grid-notes")
     expect(notes).to_contain_text("torch's grid is wrong here")
@@ -85,7 +85,7 @@ def test_torchs_wrong_grid_is_corrected_and_said_so(page: Page, server):
 
 def test_three_d_grid_lights_the_tp_group_of_a_collective(page: Page, server):
     run = server.run("three_d", 8, {"tp": 2, "pp": 2, "dp": 2})
-    assert run["status"] == "done"
+    assert run["status"] == "done", run["error"]
     events = events_of(server, run["id"])
     begin = next(e for e in events if e["kind"] == "collective" and e["group"] == "tp" and e["phase"] == "begin")
     open_run(page, server, "three_d", run, seq=begin["seq"])
@@ -111,7 +111,7 @@ def test_three_d_sync_every_microbatch_is_m_times_the_dp_traffic(page: Page, ser
 
 def test_zero_stage_2_memory_bars_against_the_formula(page: Page, server):
     run = server.run("zero", 4, {"stage": 2})
-    assert run["status"] == "done"
+    assert run["status"] == "done", run["error"]
     open_run(page, server, "zero", run)
     memory = page.locator("#memory")
     expect(memory.locator(".memory-bar")).to_have_count(12)          # 4 ranks × parameters, gradients, optimizer state

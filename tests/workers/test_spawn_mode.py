@@ -31,7 +31,7 @@ def test_spawn_mode_runs_lessons_reports_crashes_and_cleans_up(spawn_server):
     assert health["launcher"] == "ready"
 
     run = spawn_server.run("tp_mlp", 2)
-    assert run["status"] == "done"
+    assert run["status"] == "done", run["error"]
     assert len(run["checks"]) == 8 and all(c["passed"] for c in run["checks"])
 
     bigger = spawn_server.run("sp_mlp", 4)   # more ranks than the slot keeps warm
