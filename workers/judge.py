@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,15 +62,17 @@ def screen(problem_id: str, code: str) -> str | None:
 
 
 def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
-          allow_unsandboxed: bool = False) -> Verdict:
+          allow_unsandboxed: bool = False, stop: threading.Event | None = None) -> Verdict:
+    """Judge one solution. Setting `stop` from another thread kills its processes at once (refused,
+    "stopped: cancelled")."""
     reason = screen(problem_id, code)
     if reason:
         return refuse(reason)
     argv = [sys.executable, "-m", "workers.judge_runner", problem_id, "/job/submission.py"]
     if sandbox.available():
-        outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits)
+        outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits, stop)
     elif allow_unsandboxed:
-        outcome = _run_unsandboxed(problem_id, code, limits)
+        outcome = _run_unsandboxed(problem_id, code, limits, stop)
     else:
         return refuse("no sandbox is available here (bubblewrap); the operator has not allowed unsandboxed code")
     if outcome.reason:
@@ -77,17 +80,17 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
     return _verdict(outcome, limits)
 
 
-def _run_unsandboxed(problem_id: str, code: str, limits: sandbox.Limits) -> sandbox.Outcome:
+def _run_unsandboxed(problem_id: str, code: str, limits: sandbox.Limits,
+                     stop: threading.Event | None) -> sandbox.Outcome:
     with tempfile.TemporaryDirectory() as job:
         path = Path(job) / "submission.py"
         path.write_text(code)
-        try:
-            done = subprocess.run([sys.executable, "-m", "workers.judge_runner", problem_id, str(path)],
-                                  capture_output=True, text=True, timeout=limits.wall_s,
-                                  cwd=str(sandbox.REPO), env={**os.environ, "PYTHONPATH": str(sandbox.REPO)})
-        except subprocess.TimeoutExpired:
-            return sandbox.Outcome(-9, "", "", f"wall-clock limit ({limits.wall_s:g} s)")
-    return sandbox.Outcome(done.returncode, done.stdout, done.stderr, None)
+        process = subprocess.Popen([sys.executable, "-m", "workers.judge_runner", problem_id, str(path)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   text=True, errors="replace", cwd=str(sandbox.REPO), start_new_session=True,
+                                   env={**os.environ, "PYTHONPATH": str(sandbox.REPO)})
+        stdout, stderr, reason = sandbox.supervise(process, limits.wall_s, stop)
+    return sandbox.Outcome(process.returncode, stdout, stderr, reason)
 
 
 def _verdict(outcome: sandbox.Outcome, limits: sandbox.Limits) -> Verdict:

@@ -5,7 +5,8 @@ paralab's `workers` package), a private /tmp, the submission (read-only) and not
 server's data dir, not other submissions, not the server's processes (own PID namespace), and no
 network but its own loopback (gloo ranks talk over it). Limits: CPU seconds, address space, file
 size and core dumps by rlimit; processes by the pids cgroup where one can be made (and by rlimit when
-the server is not root); wall-clock time by the caller, which kills the sandbox's whole session.
+the server is not root); wall-clock time by the caller, which kills the sandbox's whole session — as
+it does at once when the caller's `stop` event is set (a submission cancelled while it is judged).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+CANCELLED = "cancelled"            # the reason a job stopped by its caller's `stop` event gives
+STOP_POLL_S = 0.05                 # how often a running job looks at its `stop` event
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,10 @@ def _remove(cgroup: Path | None) -> None:
                 time.sleep(0.02)
 
 
-def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits()) -> Outcome:
-    """Run `argv` in a fresh sandbox where `files` appear read-only under /job."""
+def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits(),
+        stop: threading.Event | None = None) -> Outcome:
+    """Run `argv` in a fresh sandbox where `files` appear read-only under /job; setting `stop` (from
+    another thread) kills it at once, with the reason CANCELLED."""
     with tempfile.TemporaryDirectory(prefix="paralab-job-") as job:
         job_dir = Path(job)
         for name, data in files.items():
@@ -127,32 +132,52 @@ def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits()) -> 
         process = subprocess.Popen(bwrap_command(argv, job_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    stdin=subprocess.DEVNULL, text=True, errors="replace",
                                    preexec_fn=_limit_child(limits, cgroup), start_new_session=True)
-        output = {"stdout": "", "stderr": ""}
-        readers = [threading.Thread(target=_read, args=(getattr(process, name), output, name), daemon=True)
-                   for name in output]
-        for reader in readers:
-            reader.start()
-        reason = None
-        try:
-            process.wait(timeout=limits.wall_s)        # not the pipes: a left-over fork may hold them
-        except subprocess.TimeoutExpired:
-            reason = f"wall-clock limit ({limits.wall_s:g} s)"
-        finally:
-            _kill_leftovers(process.pid)               # the sandbox's PID namespace goes with it
-            process.wait()
-        for reader in readers:
-            reader.join(timeout=5)
-        stdout, stderr = output["stdout"], output["stderr"]
-        reason = _reason(process.returncode, stdout + stderr, cgroup, limits) or reason
+        stdout, stderr, reason = supervise(process, limits.wall_s, stop)
+        if reason != CANCELLED:
+            reason = _reason(process.returncode, stdout + stderr, cgroup, limits) or reason
         _remove(cgroup)
         return Outcome(process.returncode, stdout[-200_000:], stderr[-20_000:], reason)
+
+
+def supervise(process: subprocess.Popen, wall_s: float, stop: threading.Event | None) -> tuple[str, str, str | None]:
+    """Collect the output of `process`, started in a session of its own, until it ends. Its whole
+    process group is killed when it ends, when its wall clock runs out, or as soon as `stop` is set
+    (the sandbox's PID namespace goes with it). Returns stdout, stderr and why it was stopped, or None."""
+    output = {"stdout": "", "stderr": ""}
+    readers = [threading.Thread(target=_read, args=(getattr(process, name), output, name), daemon=True)
+               for name in output]
+    for reader in readers:
+        reader.start()
+    try:
+        reason = _wait(process, wall_s, stop)
+    finally:
+        _kill_group(process.pid)
+        process.wait()
+    for reader in readers:
+        reader.join(timeout=5)
+    return output["stdout"], output["stderr"], reason
+
+
+def _wait(process: subprocess.Popen, wall_s: float, stop: threading.Event | None) -> str | None:
+    """Wait for the process itself (not the pipes: a left-over fork may hold them): None when it ends
+    by itself, else why it must be stopped."""
+    deadline = time.monotonic() + wall_s
+    while (left := deadline - time.monotonic()) > 0:
+        if stop is not None and stop.is_set():
+            return CANCELLED
+        try:
+            process.wait(timeout=min(left, STOP_POLL_S))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+    return f"wall-clock limit ({wall_s:g} s)"
 
 
 def _read(stream, output: dict, name: str) -> None:
     output[name] = stream.read()
 
 
-def _kill_leftovers(pid: int) -> None:
+def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
