@@ -4,6 +4,7 @@ on the event port, numbers and records them, fans them out, and decides how each
 from __future__ import annotations
 
 import asyncio
+import heapq
 import hmac
 import json
 import logging
@@ -83,6 +84,7 @@ class RunManager:
         self.runs: dict[str, Run] = {}
         self.listeners: list = []    # callables (run, event) told of every event, e.g. the rooms
         self._recordings: dict[str, Recording] = {}
+        self._recorded: dict[str, dict] = {}              # every recorded run's saved meta, by id
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._slots = asyncio.Semaphore(settings.MAX_CONCURRENT_RUNS)
         self._tasks: set[asyncio.Task] = set()
@@ -96,7 +98,7 @@ class RunManager:
     # ---- life cycle --------------------------------------------------------------------------
     async def start(self) -> None:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self._mark_interrupted_runs()
+        self._load_recorded_runs()
         self._server = await asyncio.start_server(self._on_channel, "127.0.0.1", 0, limit=1 << 22)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.events_address = f"{host}:{port}"
@@ -122,11 +124,12 @@ class RunManager:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _mark_interrupted_runs(self) -> None:
-        """Runs the previous server left unfinished can never finish: say so in their record."""
+    def _load_recorded_runs(self) -> None:
+        """Index the recorded runs (for `list`), and say in the record of each run the previous
+        server left unfinished that it can never finish."""
         for run_id in recorded_ids(self.runs_dir):
             recording = Recording(self.runs_dir, run_id)
-            meta = recording.load_meta()
+            meta = self._recorded[run_id] = recording.load_meta()
             if meta.get("status") not in FINAL_STATUSES:
                 meta["status"] = "failed"
                 meta["error"] = {"kind": "interrupted", "message": "the server stopped while this run was in flight"}
@@ -148,7 +151,7 @@ class RunManager:
                   owner=owner)
         self.runs[run.id] = run
         recording = self._recording(run.id)
-        recording.create(run.meta())
+        recording.create(self._index(run))
         self.record(run, {"kind": "run", "status": "queued", "position": queued + 1})
         self._queue.put_nowait(run.id)
         return run
@@ -173,12 +176,12 @@ class RunManager:
         self._forget_old_runs()
         return run
 
-    def list(self, limit: int = 50) -> list[dict]:
-        metas = []
-        for run_id in recorded_ids(self.runs_dir):
-            run = self.runs.get(run_id)
-            metas.append(run.meta() if run else self._recording(run_id).load_meta())
-        return sorted(metas, key=lambda m: m["created_at"], reverse=True)[:limit]
+    def list(self, limit: int = 50, owner: str | None = None) -> list[dict]:
+        """The newest runs (of `owner`, if given), from memory and the index: no file is read."""
+        metas = (run.meta() if (run := self.runs.get(run_id)) else meta for run_id, meta in self._recorded.items())
+        if owner is not None:
+            metas = (meta for meta in metas if meta.get("owner") == owner)
+        return heapq.nlargest(limit, metas, key=lambda meta: meta["created_at"])
 
     def cancel(self, run: Run) -> None:
         if run.final:
@@ -191,6 +194,11 @@ class RunManager:
 
     def tensor(self, run: Run, tensor_id: str) -> dict | None:
         return self._recording(run.id).load_tensor(tensor_id)
+
+    def _index(self, run: Run) -> dict:
+        """The run's meta, as `list` will show it once the run has left memory; to be saved."""
+        meta = self._recorded[run.id] = run.meta()
+        return meta
 
     def _recording(self, run_id: str) -> Recording:
         if run_id not in self._recordings:
@@ -394,7 +402,7 @@ class RunManager:
         self.record(run, event)
         recording = self._recording(run.id)
         recording.flush()
-        recording.save_meta(run.meta())
+        recording.save_meta(self._index(run))
         run.finished.set()
         self._forget_old_runs()
 

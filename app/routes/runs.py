@@ -44,7 +44,7 @@ def read_runs(manager: RunManagerDep, request: Request, limit: int = 50):
     user = current_user(request)
     if user.admin:
         return manager.list(limit)
-    return [m for m in manager.list(10_000) if m.get("owner") == user.name][:limit]
+    return manager.list(limit, owner=user.name)
 
 
 @router.get("/{run_id}", response_model=RunPublic)
