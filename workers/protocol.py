@@ -27,6 +27,7 @@ COLLECTIVE_OPS = (
 P2P_OPS = ("send", "recv")
 
 MAX_EVENT_BYTES = 16 * 1024
+SERVER_FIELDS_BYTES = 32   # room a rank leaves in each event for the `seq` the server adds
 PREVIEW_SIDE = 32          # a preview is at most PREVIEW_SIDE x PREVIEW_SIDE values
 MAX_BLOB_ELEMENTS = 1 << 16  # full tensors above this size are not kept
 

@@ -25,7 +25,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from workers import preview as previews
 from workers.cost_model import bandwidths
-from workers.protocol import MAX_EVENT_BYTES, PREVIEW_SIDE, encode
+from workers.protocol import MAX_EVENT_BYTES, PREVIEW_SIDE, SERVER_FIELDS_BYTES, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py")}
@@ -308,16 +308,18 @@ class Tracer:
         self.emit(event)
 
     def previews(self, tensors: list[torch.Tensor], names: list[str], event: dict) -> list[dict]:
-        """Previews that keep the whole event under MAX_EVENT_BYTES, coarser grids if needed."""
+        """Previews that keep the whole event under MAX_EVENT_BYTES once the server has numbered
+        it, coarser grids if needed."""
+        limit = MAX_EVENT_BYTES - SERVER_FIELDS_BYTES
         ids = [self.keep(t) for t in tensors]
         side = PREVIEW_SIDE
         while True:
             shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
-            if len(encode({**event, "tensors": shown})) <= MAX_EVENT_BYTES:
+            if len(encode({**event, "tensors": shown})) <= limit:
                 return shown
             if side == 1:   # too many tensors for grids: statistics only, or nothing
                 stats_only = [{**p, "preview": [], "exact": False} for p in shown]
-                fits = len(encode({**event, "tensors": stats_only})) <= MAX_EVENT_BYTES
+                fits = len(encode({**event, "tensors": stats_only})) <= limit
                 return stats_only if fits else []
             side //= 2
 
