@@ -212,7 +212,7 @@ class Tracer:
             if name in ASYNC_ALWAYS or call.get("async_op"):
                 if result is None:   # this rank is not in the group
                     return result
-                return TracedWork(result, lambda: tracer._end(event, spec, call))
+                return TracedWork(result, lambda: tracer._end(tracer._learn_source(event, spec, call, result), spec, call))
             if spec.op == "recv" and event.get("peer") is None and isinstance(result, int):
                 event["peer"] = result
             tracer._end(event, spec, call)
@@ -291,6 +291,15 @@ class Tracer:
         event["t"] = self.clock()
         event["tensors"] = self.previews(inputs, _names(spec.inputs, inputs), event)
         self.emit(event)
+        return event
+
+    def _learn_source(self, event: dict, spec: OpSpec, call: dict, work) -> dict:
+        """A receive from any source learns its peer (a global rank) when it completes."""
+        if spec.op == "recv" and event.get("peer") is None:
+            try:
+                event["peer"] = dist.get_global_rank(self._resolve(call.get("group")), work._source_rank())
+            except RuntimeError:       # a backend that cannot say
+                pass
         return event
 
     def _end(self, begin: dict, spec: OpSpec, call: dict, error: BaseException | None = None) -> None:

@@ -22,6 +22,9 @@ def _site() -> str:
     return f"{Path(frame.f_code.co_filename).resolve().relative_to(REPO)}:{frame.f_lineno}"
 
 
+ANY_SOURCE_TAG = 9
+
+
 def _rank_program(rank: int, store_path: str, out_dir: str) -> None:
     """Runs in a spawned process: the scenario, traced, written to out_dir/rank<r>.json."""
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
@@ -57,6 +60,13 @@ def _rank_program(rank: int, store_path: str, out_dir: str) -> None:
         buf = torch.zeros(2)
         received["any_source_from"] = dist.recv(buf)
         received["any_source"] = buf.tolist()
+    # 2b. an irecv from any source learns its peer when it completes
+    if rank == 1:
+        dist.send(torch.full((2,), 8.0), dst=0, tag=ANY_SOURCE_TAG)
+    else:
+        buf = torch.zeros(2)
+        dist.irecv(buf, tag=ANY_SOURCE_TAG).wait()
+        received["async_any_source"] = buf.tolist()
     # 3. isend/irecv both ways at once
     mine, theirs = torch.full((3,), float(rank)), torch.zeros(3)
     works = [dist.isend(mine, dst=peer), dist.irecv(theirs, src=peer)]
@@ -108,7 +118,7 @@ def test_p2p_events_name_op_peer_tag_and_site(two_ranks):
         p2p = [e for e in _events(result) if e["kind"] == "p2p"]
         begins = [e for e in p2p if e["phase"] == "begin"]
         ends = [e for e in p2p if e["phase"] == "end"]
-        expected_ops = (["send", "recv"] if rank == 0 else ["recv", "send"]) + ["send", "recv"] * 2
+        expected_ops = (["send", "recv", "recv"] if rank == 0 else ["recv", "send", "send"]) + ["send", "recv"] * 2
         assert [e["op"] for e in begins] == expected_ops
         assert sorted(e["op"] for e in ends) == sorted(expected_ops)
         for event in begins:
@@ -118,7 +128,8 @@ def test_p2p_events_name_op_peer_tag_and_site(two_ranks):
             assert event["site"].startswith("tests/workers/test_p2p.py:")
             assert "cseq" not in event               # cseq counts collectives only
         for event in begins[2:] + ends:
-            assert event["peer"] == 1 - rank
+            not_known_yet = event["op"] == "recv" and event["phase"] == "begin" and event["tag"] == ANY_SOURCE_TAG
+            assert event["peer"] == (None if not_known_yet else 1 - rank)
     send0 = next(e for e in _events(two_ranks[0]) if e["kind"] == "p2p")
     recv1 = next(e for e in _events(two_ranks[1]) if e["kind"] == "p2p")
     assert (send0["op"], send0["peer"], send0["tag"], send0["site"]) == ("send", 1, 3, two_ranks[0]["sites"]["send"])
@@ -131,6 +142,13 @@ def test_any_source_recv_reports_its_peer(two_ranks):
     end = [e for e in _events(two_ranks[0]) if e["kind"] == "p2p" and e["op"] == "recv"][1]
     assert (recv["phase"], end["phase"]) == ("begin", "end")
     assert end["peer"] == 1
+
+
+def test_an_async_recv_from_any_source_learns_its_peer_when_it_completes(two_ranks):
+    assert two_ranks[0]["received"]["async_any_source"] == [8, 8]
+    begin, end = [e for e in _events(two_ranks[0]) if e["kind"] == "p2p" and e.get("tag") == ANY_SOURCE_TAG]
+    assert (begin["phase"], begin["peer"]) == ("begin", None)
+    assert (end["phase"], end["peer"]) == ("end", 1)
 
 
 def test_p2p_previews_carry_the_data(two_ranks):
@@ -155,11 +173,11 @@ def test_trace_links_every_send_to_its_recv(two_ranks):
     trace = chrome_trace("p2p", events)["traceEvents"]
     slices = [e for e in trace if e["ph"] == "X"]
     p2p_slices = [s for s in slices if s["cat"] == "p2p"]
-    assert len(p2p_slices) == 12                    # 6 sends and 6 recvs over both ranks
+    assert len(p2p_slices) == 14                    # 7 sends and 7 recvs over both ranks
     assert all(s["tid"] == 3 for s in p2p_slices)
     starts = {e["id"]: e for e in trace if e["ph"] == "s"}
     finishes = {e["id"]: e for e in trace if e["ph"] == "f"}
-    assert len(starts) == 6 and starts.keys() == finishes.keys()
+    assert len(starts) == 7 and starts.keys() == finishes.keys()
     for flow_id, start in starts.items():
         finish = finishes[flow_id]
         assert {start["pid"], finish["pid"]} == {0, 1}
