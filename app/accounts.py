@@ -92,6 +92,11 @@ class Accounts:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
+    def _change(self, sql: str, args=()) -> int:
+        """Run an UPDATE or DELETE; how many rows it changed."""
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
     # ---- users --------------------------------------------------------------------------------
     def create_user(self, name: str, password: str, role: str = "student", klass: str | None = None) -> User:
         if not NAME.match(name or ""):
@@ -176,9 +181,11 @@ class Accounts:
     def mark_judging(self, sid: str, started: int) -> None:
         self._q("UPDATE submissions SET status='judging', started=? WHERE id=?", (started, sid))
 
-    def finish_submission(self, sid: str, status: str, checks: list, reason: str | None) -> None:
-        self._q("UPDATE submissions SET status=?, checks=?, reason=?, finished_at=? WHERE id=? AND status IN ('queued', 'judging')",
-                (status, json.dumps(checks), reason, time.time(), sid))
+    def finish_submission(self, sid: str, status: str, checks: list, reason: str | None) -> bool:
+        """Give a submission its verdict, unless it has one already (cancelled first): whether it took."""
+        return 1 == self._change("UPDATE submissions SET status=?, checks=?, reason=?, finished_at=? "
+                                 "WHERE id=? AND status IN ('queued', 'judging')",
+                                 (status, json.dumps(checks), reason, time.time(), sid))
 
     def max_started(self) -> int:
         return self._q("SELECT COALESCE(MAX(started), 0) AS n FROM submissions")[0]["n"]

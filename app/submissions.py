@@ -2,18 +2,27 @@
 their first submission judged before anyone's second. `JUDGE_CONCURRENCY` workers take the next
 submission in turn and judge it in a thread (the sandbox is a subprocess); a user may have at most
 `MAX_SUBMISSIONS_PER_USER` queued or being judged. Every submission and verdict is kept in SQLite.
+
+Cancelling takes a waiting submission out of the queue; one being judged has its sandbox's whole
+process group killed at once (its `stop` event), which frees its judge slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import OrderedDict, deque
+from dataclasses import dataclass, field
 
 from app.accounts import Accounts
 from app.settings import Settings
 
 log = logging.getLogger("paralab.submissions")
+
+CANCELLED_WAITING = "cancelled before it was judged"
+CANCELLED_JUDGING = "cancelled while it was being judged; its processes were stopped"
+STOP_WAIT_S = 10.0         # a cancel waits at most this long for the judged processes to be gone
 
 
 class TooMany(Exception):
@@ -62,13 +71,22 @@ class FairQueue:
         return sum(map(len, self._users.values()))
 
 
+@dataclass
+class Judging:
+    """A submission being judged: whose it is, the event that stops its processes, and the event set
+    once they are gone."""
+    user: str
+    stop: threading.Event = field(default_factory=threading.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class Judge:
     """The queue, its workers and the submissions in flight."""
 
     def __init__(self, settings: Settings, accounts: Accounts, slots: asyncio.Semaphore):
         self.settings, self.accounts, self.slots = settings, accounts, slots
         self.queue = FairQueue()
-        self.judging: dict[str, str] = {}      # submission id → user, being judged now
+        self.judging: dict[str, Judging] = {}      # submission id → the one being judged now
         self._wake = asyncio.Event()
         self._started = 0
         self._workers: list[asyncio.Task] = []
@@ -78,11 +96,13 @@ class Judge:
         self._workers = [asyncio.create_task(self._work()) for _ in range(self.settings.JUDGE_CONCURRENCY)]
 
     async def stop(self) -> None:
+        for judging in self.judging.values():
+            judging.stop.set()
         for task in self._workers:
             task.cancel()
 
     def in_flight(self, user: str) -> int:
-        return self.queue.count(user) + sum(1 for u in self.judging.values() if u == user)
+        return self.queue.count(user) + sum(1 for j in self.judging.values() if j.user == user)
 
     def submit(self, user: str, problem: str, code: str) -> str:
         limit = self.settings.MAX_SUBMISSIONS_PER_USER
@@ -98,35 +118,48 @@ class Judge:
         order = self.queue.order()
         return order.index(sid) + 1 if sid in order else None
 
-    def cancel(self, sid: str) -> bool:
-        """A waiting submission is taken out of the queue; one being judged runs to its (bounded) end."""
+    async def cancel(self, sid: str) -> bool:
+        """Cancel a waiting submission, or one being judged: its processes are gone when this returns.
+        False when it has a verdict already."""
         if self.queue.remove(sid):
-            self.accounts.finish_submission(sid, "cancelled", [], "cancelled before it was judged")
-            return True
-        return False
+            return self.accounts.finish_submission(sid, "cancelled", [], CANCELLED_WAITING)
+        judging = self.judging.get(sid)
+        if judging is None:
+            return False
+        cancelled = self.accounts.finish_submission(sid, "cancelled", [], CANCELLED_JUDGING)
+        judging.stop.set()
+        try:
+            await asyncio.wait_for(judging.ended.wait(), STOP_WAIT_S)
+        except asyncio.TimeoutError:
+            log.warning("submission %s: its processes outlived the cancel by %g s", sid, STOP_WAIT_S)
+        return cancelled
 
     async def _work(self) -> None:
-        from workers.judge import judge
         while True:
             taken = self.queue.take()
             if taken is None:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            user, sid = taken
-            self.judging[sid] = user
-            try:
-                self._started += 1
-                self.accounts.mark_judging(sid, self._started)
-                submission = self.accounts.submission(sid)
-                async with self.slots:
-                    verdict = await asyncio.to_thread(judge, submission["problem"], submission["code"],
-                                                      allow_unsandboxed=self.settings.ALLOW_UNSANDBOXED)
-                self.accounts.finish_submission(sid, verdict.status, verdict.checks, verdict.reason)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:     # the judge itself broke: say so, keep serving
-                log.exception("judging submission %s", sid)
-                self.accounts.finish_submission(sid, "refused", [], f"the judge failed: {exc}")
-            finally:
-                self.judging.pop(sid, None)
+            await self._judge(*taken)
+
+    async def _judge(self, user: str, sid: str) -> None:
+        from workers.judge import judge
+        judging = self.judging[sid] = Judging(user)
+        try:
+            self._started += 1
+            self.accounts.mark_judging(sid, self._started)
+            submission = self.accounts.submission(sid)
+            async with self.slots:
+                verdict = await asyncio.to_thread(judge, submission["problem"], submission["code"],
+                                                  allow_unsandboxed=self.settings.ALLOW_UNSANDBOXED,
+                                                  stop=judging.stop)
+            self.accounts.finish_submission(sid, verdict.status, verdict.checks, verdict.reason)  # not over a cancel
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:     # the judge itself broke: say so, keep serving
+            log.exception("judging submission %s", sid)
+            self.accounts.finish_submission(sid, "refused", [], f"the judge failed: {exc}")
+        finally:
+            self.judging.pop(sid, None)
+            judging.ended.set()

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from app.accounts import AccountError, User
 from app.auth import auth_on, current_user, require_admin
+from app.routes.submissions import cancel_or_409
 
 router = APIRouter(tags=["accounts"])
 
@@ -125,11 +126,10 @@ async def activity(request: Request, admin: AdminDep):
 
 @router.post("/api/admin/submissions/{sid}/cancel")
 async def cancel_submission(sid: str, request: Request, admin: AdminDep):
+    """Cancel anyone's submission, waiting or being judged, as its owner's DELETE does."""
     if _accounts(request).submission(sid) is None:
         raise HTTPException(404, detail=f"no submission {sid!r}")
-    if not request.app.state.judge.cancel(sid):
-        raise HTTPException(409, detail="only a waiting submission can be cancelled; one being judged ends within its time limit")
-    return _accounts(request).submission(sid) | {"code": None}
+    return await cancel_or_409(request, sid) | {"code": None}
 
 
 @router.get("/api/admin/results.csv")

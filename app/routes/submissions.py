@@ -63,11 +63,19 @@ async def read_submission(sid: str, request: Request):
 
 @router.delete("/{sid}")
 async def cancel_submission(sid: str, request: Request):
-    """Take a waiting submission out of the queue (409 once it is being judged)."""
+    """Cancel a submission: a waiting one leaves the queue; one being judged has its processes killed
+    (gone when this answers). 409 once it has a verdict."""
     user = current_user(request)
     submission = request.app.state.accounts.submission(sid)
     if submission is None or not may_see(user, submission["user"]):
         raise HTTPException(404, detail=f"no submission {sid!r}")
-    if not request.app.state.judge.cancel(sid):
-        raise HTTPException(409, detail=f"submission {sid} is {submission['status']}; only a waiting one can be cancelled")
-    return _public(request, request.app.state.accounts.submission(sid))
+    return _public(request, await cancel_or_409(request, sid))
+
+
+async def cancel_or_409(request: Request, sid: str) -> dict:
+    """Cancel the submission `sid` (it exists) and return it; 409 when it has a verdict already."""
+    accounts = request.app.state.accounts
+    if not await request.app.state.judge.cancel(sid):
+        status = accounts.submission(sid)["status"]
+        raise HTTPException(409, detail=f"submission {sid} is {status} already; only one waiting or being judged can be cancelled")
+    return accounts.submission(sid)
