@@ -111,9 +111,11 @@ export function toggleBlank(on = !(blank && !blank.hidden)) {
       h("p", { class: "visually-hidden" }, "The screen is blank. Press B to come back."));
     document.body.append(blank);
   }
+  const changed = blank.hidden === on;
   blank.hidden = !on;
   document.body.classList.toggle("blanked", on);
   if (on) blank.focus();
+  if (changed) document.dispatchEvent(new CustomEvent("paralab:blank", { detail: { on } }));
 }
 
 export async function toggleFullscreen() {

@@ -17,6 +17,7 @@ import { clearErrors, showErrors } from "paralab/controls/params-form.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { typing } from "paralab/controls/keyboard.js";
 import { t } from "paralab/i18n.js";
+import { toggleBlank } from "paralab/chrome.js";
 
 const $ = (selector) => document.querySelector(selector);
 const page = $("[data-lesson]");
@@ -245,7 +246,21 @@ async function apply() {
     });
   }
   if (role === "follower" && room.view.panel) showPanel(room.view.panel);
+  if (role === "follower") mirrorBlank();
 }
+
+/** The presenter's blank screen (B) blanks the screens following live, and lifts with it. */
+let blankShown = false;
+function mirrorBlank() {
+  const wanted = Boolean(room.view.blank);
+  if (wanted !== blankShown) {
+    blankShown = wanted;
+    toggleBlank(wanted);
+  }
+}
+document.addEventListener("paralab:blank", (event) => {
+  if (role === "presenter" && Boolean(room.view.blank) !== event.detail.on) sendView({ blank: event.detail.on });
+});
 
 // ---- the presenter's side ------------------------------------------------------------------------------------
 let presenterSetUp = false;

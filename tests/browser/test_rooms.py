@@ -86,6 +86,14 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     expect(counter(follower)).to_have_text(f"seq 10 / {total}", timeout=1_000)
     expect(follower.locator("#room-role")).to_have_text("Following live")
 
+    # The presenter blanks the screen (B): so do the screens following live; B again lifts both.
+    page.keyboard.press("b")
+    expect(page.locator(".blank-screen")).to_be_visible()
+    expect(follower.locator(".blank-screen")).to_be_visible(timeout=1_000)
+    page.keyboard.press("b")
+    expect(follower.locator(".blank-screen")).to_be_hidden(timeout=1_000)
+    expect(page.locator(".blank-screen")).to_be_hidden()
+
     # A dropped connection comes back by itself, and nothing arrives twice.
     follower.evaluate("window.paralab.room.socket.drop()")
     page.keyboard.press("ArrowRight")
