@@ -17,6 +17,7 @@ from app.routes import auth as auth_routes, export, lab, lessons, pages, problem
 from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
+from app.signin_limit import SignInLimit
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -42,6 +43,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # the hosted lab: accounts and the fair judge queue (docs/hosted-lab.md); sign-in only with PARALAB_AUTH=on
     app.state.accounts = Accounts(settings.DATA_DIR / "lab.sqlite3")
     app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots)
+    app.state.signin_limit = SignInLimit(settings.SIGNIN_MAX_FAILURES, settings.SIGNIN_MAX_FAILURES_PER_ADDRESS,
+                                         settings.SIGNIN_WINDOW_S)
     if auth.auth_on(settings):
         from starlette.middleware.sessions import SessionMiddleware
         if settings.ADMIN_PASSWORD:

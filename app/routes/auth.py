@@ -42,14 +42,29 @@ def _accounts(request: Request):
     return request.app.state.accounts
 
 
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _refuse_if_blocked(request: Request, name: str) -> None:
+    """429 with Retry-After once the sign-in rate limit holds this name or this client's address."""
+    blocked = request.app.state.signin_limit.blocked(name, _address(request))
+    if blocked:
+        raise HTTPException(429, detail=blocked.message, headers={"Retry-After": str(blocked.retry_after_s)})
+
+
 @router.post("/api/auth/login")
 def login(body: SignIn, request: Request):
-    """Sign in: a session cookie, or 401 for a wrong name or password (the same words for both)."""
+    """Sign in: a session cookie, or 401 for a wrong name or password (the same words for both);
+    429 after too many wrong ones for this name or from this address (PARALAB_SIGNIN_*)."""
     if not auth_on(request.app.state.settings):
         raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off): nobody needs to sign in")
+    _refuse_if_blocked(request, body.name)
     user = _accounts(request).authenticate(body.name, body.password)
     if user is None:
+        request.app.state.signin_limit.failed(body.name, _address(request))
         raise HTTPException(401, detail="wrong name or password")
+    request.app.state.signin_limit.succeeded(body.name)
     request.session.clear()
     request.session["user"] = user.name
     return user.public()
