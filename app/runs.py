@@ -41,6 +41,7 @@ class Run:
     t0: float = field(default_factory=time.monotonic)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     status: str = "queued"
+    position: int | None = None         # while queued: 1 is the next to start
     error: dict | None = None
     events: list[dict] = field(default_factory=list)
     pid: int | None = None
@@ -152,7 +153,7 @@ class RunManager:
         self.runs[run.id] = run
         recording = self._recording(run.id)
         recording.create(self._index(run))
-        self.record(run, {"kind": "run", "status": "queued", "position": queued + 1})
+        self._announce_positions()
         self._queue.put_nowait(run.id)
         return run
 
@@ -270,6 +271,14 @@ class RunManager:
                 continue
             self._spawn(self._execute(run))
 
+    def _announce_positions(self) -> None:
+        """Each queued run's place in the queue, told again whenever a run ahead of it leaves."""
+        queued = sorted((r for r in self.runs.values() if r.status == "queued"), key=lambda r: r.created_at)
+        for position, run in enumerate(queued, 1):
+            if run.position != position:
+                run.position = position
+                self.record(run, {"kind": "run", "status": "queued", "position": position})
+
     def time_limit(self, run: Run) -> float:
         """Step mode waits on a person, so it gets the longer limit."""
         return self.settings.STEP_TIME_LIMIT_S if run.step else self.settings.RUN_TIME_LIMIT_S
@@ -283,6 +292,7 @@ class RunManager:
                 backend=run.backend, step=run.step)
             run.status = "running"
             self.record(run, {"kind": "run", "status": "running", "backend": run.backend})
+            self._announce_positions()
             run.pid = await self.launcher.launch(request)
             watchdog = self._spawn(self._watch_for_hang(run))
             try:
@@ -395,6 +405,7 @@ class RunManager:
     def _finish(self, run: Run, status: str, error: dict | None) -> None:
         if run.final:
             return
+        was_queued = run.status == "queued"
         run.status, run.error = status, error
         event = {"kind": "run", "status": status}
         if error:
@@ -404,6 +415,8 @@ class RunManager:
         recording.flush()
         recording.save_meta(self._index(run))
         run.finished.set()
+        if was_queued:
+            self._announce_positions()
         self._forget_old_runs()
 
     def _forget_old_runs(self) -> None:

@@ -38,6 +38,7 @@ class RunPublic(BaseModel):
     step: bool
     backend: str
     status: str
+    position: int | None = Field(None, description="while queued, its place in the queue (1: next to start)")
     error: dict[str, Any] | None
     created_at: float
     events: int = Field(description="number of events recorded so far")
