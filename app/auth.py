@@ -22,6 +22,7 @@ from app.accounts import Accounts, User
 from app.settings import Settings
 
 LOCAL = User("local", "admin", None)     # the one user of the lecture mode: may do everything
+SESSION_COOKIE = "paralab_session"
 
 PUBLIC_PREFIXES = ("/static/", "/api/auth/")
 PUBLIC_PATHS = {"/healthz", "/login", "/favicon.ico"}

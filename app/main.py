@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 
 from app import auth
 from app.accounts import Accounts
+from app.csrf import CrossSiteGate
 from app.hub import Hub
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
@@ -50,8 +51,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.ADMIN_PASSWORD:
             app.state.accounts.ensure_admin(settings.ADMIN_USER, settings.ADMIN_PASSWORD)
         app.add_middleware(auth.AuthGate, accounts=app.state.accounts)
-        app.add_middleware(SessionMiddleware, secret_key=auth.secret_key(settings), session_cookie="paralab_session",
+        app.add_middleware(SessionMiddleware, secret_key=auth.secret_key(settings), session_cookie=auth.SESSION_COOKIE,
                            max_age=14 * 24 * 3600, same_site="lax", https_only=False)
+        app.add_middleware(CrossSiteGate, session_cookie=auth.SESSION_COOKIE)      # outermost: before anything
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab):
