@@ -76,16 +76,22 @@ def _collective_mismatch(stuck: list[dict], events: list[dict], states: dict) ->
         waiting = sorted(c["rank"] for c in stuck if c["group"] == group and c["cseq"] == cseq)
         return {**base, "mismatch": "missing ranks",
                 "message": f"ranks {waiting} wait in {first['op']} ({where}); ranks {missing} never entered it"
-                           + _elsewhere(missing, states, group)}
+                           + _elsewhere(missing, states, group, _finished(events))}
     return {**base, "mismatch": "unknown",
             "message": f"every rank entered {first['op']} ({where}) and none came out"}
 
 
-def _elsewhere(missing: list[int], states: dict, group: str) -> str:
+def _finished(events: list[dict]) -> set[int]:
+    """Ranks that reached the end of their program."""
+    return {e["rank"] for e in events if e.get("kind") == "rank" and e.get("status") == "finished"}
+
+
+def _elsewhere(missing: list[int], states: dict, group: str, finished: set[int]) -> str:
     notes = []
     for rank in missing:
         last = states.get(rank, {}).get(group, {}).get("last_completed")
-        notes.append(f"rank {rank} last completed {'#%d %s' % (last['cseq'], last['op']) if last else 'nothing'}")
+        note = f"rank {rank} last completed {'#%d %s' % (last['cseq'], last['op']) if last else 'nothing'}"
+        notes.append(note + (" and finished its program" if rank in finished else ""))
     return " (" + "; ".join(notes) + ")"
 
 

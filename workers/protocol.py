@@ -17,7 +17,8 @@ import json
 
 VERSION = 1
 
-KINDS = ("run", "collective", "p2p", "compute", "tensor", "gate", "check", "metric", "log", "schedule", "topology")
+KINDS = ("run", "rank", "collective", "p2p", "compute", "tensor", "gate", "check", "metric", "log", "schedule",
+         "topology")
 RUN_STATUSES = ("queued", "running", "paused", "done", "failed", "cancelled")
 FINAL_STATUSES = ("done", "failed", "cancelled")
 COLLECTIVE_OPS = (

@@ -51,6 +51,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
             tracer.install()
             comm.use_tracer(tracer)
         program.run(Lab(tracer, rank, request.world_size, device), params)
+        channel.send({"kind": "rank", "rank": rank, "t": clock(), "status": "finished"})
         tracer.uninstall()
         _wait_for_everyone(store, rank, request.world_size)
         dist.destroy_process_group()

@@ -85,6 +85,7 @@ def test_skip_collective_names_the_missing_rank(hung):
     last = _state(error, world - 1)
     assert last["last_begun"]["cseq"] == last["last_completed"]["cseq"] == 1
     assert f"ranks [{world - 1}] never entered it" in error["message"]
+    assert f"rank {world - 1} last completed #1 all_reduce and finished its program" in error["message"]
     assert f"ranks {list(range(world - 1))} wait in all_reduce" in error["message"]
 
 

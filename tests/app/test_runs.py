@@ -102,6 +102,17 @@ def test_events_of_a_run(lesson_runs, server, lesson, world_size):
     assert metric["value"] == sent
 
 
+@pytest.mark.parametrize("world_size", [1, 2, 4])
+def test_each_rank_says_when_it_finished_its_program(lesson_runs, world_size):
+    log = lesson_runs["sp_mlp", world_size]["events"]
+    for rank in range(world_size):
+        mine = [e for e in log if e["rank"] == rank]
+        finished = [i for i, e in enumerate(mine) if e["kind"] == "rank"]
+        assert [mine[i]["status"] for i in finished] == ["finished"]
+        assert all(e["kind"] not in ("collective", "p2p", "check") for e in mine[finished[0] + 1:])
+    assert log[-1]["kind"] == "run"                   # and then the run ends
+
+
 def test_tp_mlp_all_reduces_forward_and_backward(lesson_runs):
     got = lesson_runs["tp_mlp", 2]["events"]
     begins = [e for e in got if e["kind"] == "collective" and e["phase"] == "begin" and e["rank"] == 0]

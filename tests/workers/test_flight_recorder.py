@@ -107,6 +107,13 @@ def test_missing_ranks():
     assert report["ranks"]["2"]["world"]["last_completed"]["cseq"] == 1
 
 
+def test_a_missing_rank_that_finished_its_program_is_said_to_have_finished():
+    events = completed(1) + [coll(0, "begin", 2), coll(1, "begin", 2), {"kind": "rank", "rank": 2, "status": "finished"}]
+    report = diagnose(events, 3)
+    assert report["missing"] == [2]
+    assert report["message"].endswith("(rank 2 last completed #1 all_reduce and finished its program)")
+
+
 def test_a_rank_that_never_called_anything_is_missing_and_said_so():
     events = [coll(0, "begin", 1, ranks=(0, 1))]
     report = diagnose(events, 2)
