@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS users (
     password_hash TEXT NOT NULL,
     role TEXT NOT NULL CHECK (role IN ('admin', 'student')),
     class TEXT REFERENCES classes(name),
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    session_epoch INTEGER NOT NULL DEFAULT 0   -- raised at each password change: older sessions end
 );
 CREATE TABLE IF NOT EXISTS submissions (
     id TEXT PRIMARY KEY,
@@ -60,6 +61,7 @@ class User:
     name: str
     role: str
     klass: str | None
+    session_epoch: int = 0      # a session signed in under an older one has ended (the password changed)
 
     @property
     def admin(self) -> bool:
@@ -80,9 +82,16 @@ class Accounts:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
+            self._add_session_epoch()
             # the judge was cut off by a restart: those submissions will never finish
             self._db.execute("UPDATE submissions SET status='refused', reason='the server restarted before it was judged; submit again', "
                              "finished_at=? WHERE status IN ('queued', 'judging')", (time.time(),))
+
+    def _add_session_epoch(self) -> None:
+        """A database from before password changes lacks users.session_epoch (called under the lock)."""
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}
+        if "session_epoch" not in columns:
+            self._db.execute("ALTER TABLE users ADD COLUMN session_epoch INTEGER NOT NULL DEFAULT 0")
 
     def close(self) -> None:
         with self._lock:
@@ -101,35 +110,55 @@ class Accounts:
     def create_user(self, name: str, password: str, role: str = "student", klass: str | None = None) -> User:
         if not NAME.match(name or ""):
             raise AccountError("a name is 1–64 letters, digits, or . _ @ -, starting with a letter or digit")
-        if len(password or "") < MIN_PASSWORD:
-            raise AccountError(f"a password has at least {MIN_PASSWORD} characters")
+        _check_password(password)
         if role not in ("admin", "student"):
             raise AccountError("role is admin or student")
         if klass is not None and not self._q("SELECT 1 FROM classes WHERE name=?", (klass,)):
             raise AccountError(f"no class {klass!r}")
         try:
-            self._q("INSERT INTO users VALUES (?, ?, ?, ?, ?)",
+            self._q("INSERT INTO users (name, password_hash, role, class, created_at) VALUES (?, ?, ?, ?, ?)",
                     (name, self._hasher.hash(password), role, klass, time.time()))
         except sqlite3.IntegrityError:
             raise AccountError(f"the name {name!r} is taken") from None
         return User(name, role, klass)
 
     def set_password(self, name: str, password: str) -> None:
-        if len(password or "") < MIN_PASSWORD:
-            raise AccountError(f"a password has at least {MIN_PASSWORD} characters")
+        """Store a new hash of the same password (argon2's parameters changed); sessions go on."""
+        _check_password(password)
         self._q("UPDATE users SET password_hash=? WHERE name=?", (self._hasher.hash(password), name))
 
+    def change_password(self, name: str, password: str) -> int:
+        """A new password: every session signed in with the old one ends. Returns the new session
+        epoch, for the session that made the change to go on with."""
+        _check_password(password)
+        rows = self._q("UPDATE users SET password_hash=?, session_epoch=session_epoch+1 WHERE name=? "
+                       "RETURNING session_epoch", (self._hasher.hash(password), name))
+        if not rows:
+            raise AccountError(f"no user {name!r}")
+        return rows[0]["session_epoch"]
+
+    def delete_user(self, name: str) -> int:
+        """Delete an account and every submission of it; how many submissions went with it."""
+        with self._lock:
+            with self._db:          # one transaction (the connection otherwise commits each statement)
+                self._db.execute("BEGIN")
+                gone = self._db.execute("DELETE FROM submissions WHERE user=?", (name,)).rowcount
+                self._db.execute("DELETE FROM users WHERE name=?", (name,))
+        return gone
+
     def ensure_admin(self, name: str, password: str) -> None:
-        """The admin from the environment: created at the first start, its password kept in step."""
+        """The admin from the environment: created at the first start, its password kept in step (a
+        changed one ends the admin's sessions; the same one leaves them be)."""
         if self.user(name) is None:
             self.create_user(name, password, "admin")
-        else:
-            self._q("UPDATE users SET role='admin' WHERE name=?", (name,))
-            self.set_password(name, password)
+            return
+        self._q("UPDATE users SET role='admin' WHERE name=?", (name,))
+        if self.authenticate(name, password) is None:
+            self.change_password(name, password)
 
     def user(self, name: str) -> User | None:
-        rows = self._q("SELECT name, role, class FROM users WHERE name=?", (name,))
-        return User(rows[0]["name"], rows[0]["role"], rows[0]["class"]) if rows else None
+        rows = self._q("SELECT * FROM users WHERE name=?", (name,))
+        return _user(rows[0]) if rows else None
 
     def users(self) -> list[dict]:
         return [{"name": r["name"], "role": r["role"], "class": r["class"], "created_at": r["created_at"]}
@@ -147,7 +176,7 @@ class Accounts:
             return None
         if self._hasher.check_needs_rehash(row["password_hash"]):
             self.set_password(name, password)
-        return User(row["name"], row["role"], row["class"])
+        return _user(row)
 
     # ---- classes ------------------------------------------------------------------------------
     def create_class(self, name: str) -> dict:
@@ -220,6 +249,16 @@ class Accounts:
             sql += " AND u.class = ?"; args.append(klass)
         sql += " GROUP BY u.name, s.problem ORDER BY u.class, u.name, s.problem"
         return [dict(r) for r in self._q(sql, args)]
+
+
+def _check_password(password: str) -> None:
+    """The one rule for a password, at sign-up, creation and every change."""
+    if len(password or "") < MIN_PASSWORD:
+        raise AccountError(f"a password has at least {MIN_PASSWORD} characters")
+
+
+def _user(row: sqlite3.Row) -> User:
+    return User(row["name"], row["role"], row["class"], row["session_epoch"])
 
 
 def _submission(row: sqlite3.Row) -> dict:

@@ -1,6 +1,7 @@
 """Who is asking. With `PARALAB_AUTH=off` (the lecture mode) nobody signs in and every request may do
 everything, as before. With `PARALAB_AUTH=on` (the hosted lab) a signed session cookie (Starlette's
-SessionMiddleware, itsdangerous) names the user, and `AuthGate` lets through only what is public:
+SessionMiddleware, itsdangerous) names the user and their session epoch (raised by each password
+change, which so ends older sessions), and `AuthGate` lets through only what is public:
 the sign-in page and API, /healthz and the static files. Pages send a stranger to /login; the API
 answers 401; a websocket is refused. `/admin` and `/api/admin/*` are for admins only, and so are the
 direct judge (`POST /api/problems/{id}/judge`: students are judged through the fair queue) and
@@ -62,6 +63,13 @@ def require_admin(connection: HTTPConnection) -> User:
     return user
 
 
+def sign_in(connection: HTTPConnection, user: User) -> None:
+    """A fresh session for `user`, valid until their password changes."""
+    connection.session.clear()
+    connection.session["user"] = user.name
+    connection.session["epoch"] = user.session_epoch
+
+
 def may_see(user: User, owner: str | None) -> bool:
     """A run or submission is its owner's and the admins'. A run with no owner (a lecture room's, which
     only staff open, or one recorded before accounts were on) is shown to everyone signed in."""
@@ -74,11 +82,18 @@ class AuthGate:
     def __init__(self, app, accounts: Accounts):
         self.app, self.accounts = app, accounts
 
+    def _signed_in(self, session: dict) -> User | None:
+        """The session's user, unless the account is gone or its password changed since it signed in."""
+        name = session.get("user")
+        user = self.accounts.user(name) if isinstance(name, str) else None
+        if user is None or session.get("epoch", 0) != user.session_epoch:
+            return None
+        return user
+
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
-        name = (scope.get("session") or {}).get("user")
-        user = self.accounts.user(name) if isinstance(name, str) else None
+        user = self._signed_in(scope.get("session") or {})
         scope["paralab_user"] = user
         path = scope["path"]
         if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):

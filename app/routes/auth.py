@@ -1,5 +1,6 @@
-"""Signing in and out, signing up with a class code, and the admin's API: users, classes, who runs
-what, cancelling, and the class's per-problem results as CSV."""
+"""Signing in and out, signing up with a class code, changing your password, and the admin's API:
+users (create, reset a password, delete), classes, who runs what, cancelling, and the class's
+per-problem results as CSV."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
 from app.accounts import AccountError, User
-from app.auth import auth_on, current_user, require_admin
+from app.auth import auth_on, current_user, require_admin, sign_in
 from app.routes.submissions import cancel_or_409
 
 router = APIRouter(tags=["accounts"])
@@ -32,6 +33,15 @@ class SignUp(SignIn):
 class UserCreate(SignIn):
     role: str = Field("student", pattern="^(admin|student)$")
     klass: str | None = Field(None, alias="class", max_length=64)
+
+
+class PasswordChange(BaseModel):
+    current: str = Field(max_length=256, description="the password you sign in with now")
+    new: str = Field(max_length=256, description="the new one: at least 8 characters")
+
+
+class PasswordReset(BaseModel):
+    password: str = Field(max_length=256, description="the user's new password: at least 8 characters")
 
 
 class ClassCreate(BaseModel):
@@ -65,8 +75,7 @@ def login(body: SignIn, request: Request):
         request.app.state.signin_limit.failed(body.name, _address(request))
         raise HTTPException(401, detail="wrong name or password")
     request.app.state.signin_limit.succeeded(body.name)
-    request.session.clear()
-    request.session["user"] = user.name
+    sign_in(request, user)
     return user.public()
 
 
@@ -86,8 +95,25 @@ def signup(body: SignUp, request: Request):
         user = _accounts(request).sign_up(body.code, body.name, body.password)
     except AccountError as exc:
         raise HTTPException(422, detail=str(exc))
-    request.session.clear()
-    request.session["user"] = user.name
+    sign_in(request, user)
+    return user.public()
+
+
+@router.post("/api/auth/password")
+def change_password(body: PasswordChange, request: Request, user: UserDep):
+    """Change your own password: 403 when `current` is wrong (it counts against the sign-in limit),
+    422 when `new` breaks the sign-up rules. Your other sessions end; this one goes on."""
+    if not auth_on(request.app.state.settings):
+        raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off)")
+    _refuse_if_blocked(request, user.name)
+    if _accounts(request).authenticate(user.name, body.current) is None:
+        request.app.state.signin_limit.failed(user.name, _address(request))
+        raise HTTPException(403, detail="the current password is wrong")
+    try:
+        epoch = _accounts(request).change_password(user.name, body.new)
+    except AccountError as exc:
+        raise HTTPException(422, detail=str(exc))
+    request.session["epoch"] = epoch
     return user.public()
 
 
@@ -109,6 +135,45 @@ def create_user(body: UserCreate, request: Request, admin: AdminDep):
         return _accounts(request).create_user(body.name, body.password, body.role, body.klass).public()
     except AccountError as exc:
         raise HTTPException(422, detail=str(exc))
+
+
+def _existing_user(request: Request, name: str) -> User:
+    user = _accounts(request).user(name)
+    if user is None:
+        raise HTTPException(404, detail=f"no user {name!r}")
+    return user
+
+
+@router.post("/api/admin/users/{name}/password")
+def reset_password(name: str, body: PasswordReset, request: Request, admin: AdminDep):
+    """Give a user a new password (they forgot theirs): their sessions end, and the sign-in limit
+    forgets their name's failures."""
+    user = _existing_user(request, name)
+    try:
+        epoch = _accounts(request).change_password(name, body.password)
+    except AccountError as exc:
+        raise HTTPException(422, detail=str(exc))
+    request.app.state.signin_limit.succeeded(name)
+    if name == admin.name:
+        request.session["epoch"] = epoch          # your own: this session goes on
+    return user.public()
+
+
+@router.delete("/api/admin/users/{name}")
+async def delete_user(name: str, request: Request, admin: AdminDep):
+    """Delete an account with its submissions: its sessions end at once, its submissions and runs in
+    flight are cancelled. Its recorded runs stay on disk. Not your own account (409)."""
+    if name == admin.name:
+        raise HTTPException(409, detail="you cannot delete your own account; another admin can")
+    _existing_user(request, name)
+    accounts, judge, manager = _accounts(request), request.app.state.judge, request.app.state.manager
+    in_flight = accounts.submissions(name, statuses=("queued", "judging"), limit=10_000)
+    removed = accounts.delete_user(name)
+    for submission in sorted(in_flight, key=lambda s: s["status"] != "queued"):  # waiting ones first: no wait
+        await judge.cancel(submission["id"])
+    for run in [r for r in manager.runs.values() if r.owner == name and not r.final]:
+        manager.cancel(run)
+    return {"name": name, "deleted": True, "submissions": removed}
 
 
 @router.get("/api/admin/classes")
