@@ -22,7 +22,7 @@ export function parseSite(site) {
 }
 
 function rankState(rank) {
-  return { rank, open: [], spans: [], last: null, site: null, error: null, events: 0, gate: null, gates: 0 };
+  return { rank, open: [], spans: [], last: null, site: null, error: null, events: 0, gate: null, gates: 0, finished: false };
 }
 
 /**
@@ -111,6 +111,9 @@ export function stateAt(log, cursor, worldSize = 0) {
         break;
       case "log":
         if (e.level === "error") rs.error = e;
+        break;
+      case "rank":
+        rs.finished = e.status === "finished";
         break;
     }
   }
@@ -201,6 +204,7 @@ function tensor(state, e) {
 export function activity(rs, state) {
   if (rs.error) return { kind: "error", text: `raised ${rs.error.message}` };
   if (rs.gate && !state.final) return { kind: "gate", text: `waits at the gate before ${callName(rs.gate)}`, label: rs.gate.label };
+  if (rs.finished && !state.final) return { kind: "finished", text: "finished its program; waits for the others" };
   const open = rs.open[rs.open.length - 1];
   const outer = rs.open.length > 1 ? `${rs.open[0].name || rs.open[0].op} › ` : "";
   if (open && open.kind === "compute") return { kind: "compute", text: `${outer}computing ${open.name}` };
@@ -258,6 +262,8 @@ export function describe(e) {
       return `${who}: ${e.name} = ${e.value} ${e.unit || ""}`;
     case "log":
       return `${who}: ${e.level || "log"}: ${e.message}`;
+    case "rank":
+      return `${who}: finished its program`;
     default:
       return `${who}: ${e.kind}`;
   }

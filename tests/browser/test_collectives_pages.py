@@ -86,6 +86,22 @@ def test_step_ranks_into_reduce_scatter_with_the_keyboard(page: Page, server):
     expect(stepper_rank(page, 0)).to_have_class(re.compile("is-blocked"))
 
 
+def test_a_rank_that_finished_its_program_is_shown_finished_while_the_others_step(page: Page, server):
+    page.goto(f"{server.url}/lessons/deadlock?world_size=3&bug=skip_collective")
+    page.get_by_label("step mode").check()
+    page.get_by_role("button", name="▶ Run").click()
+    for rank in range(3):
+        expect(stepper_rank(page, rank)).to_contain_text("waits at all_reduce (world #1)", timeout=20_000)
+    page.keyboard.press("a")                                # all through #1: the last rank skips #2 and ends
+    last = stepper_rank(page, 2)
+    expect(last).to_have_class(re.compile("is-finished"))
+    expect(last).to_contain_text("its program is done: it waits for the others")
+    for rank in (0, 1):
+        expect(stepper_rank(page, rank)).to_contain_text("waits at all_reduce (world #2)")
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.locator("#run-status")).to_contain_text("cancelled", timeout=10_000)
+
+
 def test_deadlock_shows_the_hang_report_naming_the_missing_rank(page: Page, server):
     page.goto(f"{server.url}/lessons/deadlock")
     page.get_by_role("radio", name="4", exact=True).check()

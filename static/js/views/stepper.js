@@ -27,6 +27,7 @@ export function rankStep(rs, state) {
   if (state.final) {
     return { kind: "finished", text: state.run.status === "done" ? "finished" : `stopped (run ${state.run.status})` };
   }
+  if (rs.finished) return { kind: "finished", text: "finished", detail: "its program is done: it waits for the others" };
   if (rs.gate) {
     const label = rs.gate.label || "";
     return { kind: "gate", text: `waits at ${callName(rs.gate)}`, detail: label.includes(":") ? label.split(":").slice(1).join(":").trim() : label,
