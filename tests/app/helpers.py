@@ -3,6 +3,7 @@ processes a run forks (read from /proc, so that a test can say none is left behi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -180,3 +181,14 @@ def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, time
 
 def of_rank(got: list[dict], rank: int, kind: str, **match) -> list[dict]:
     return [e for e in got if e["rank"] == rank and e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+class RecordingSocket:
+    """Stands in for a websocket a server-side sender writes to: keeps every message it is sent."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+
+    async def send_text(self, text: str) -> None:
+        self.sent.append(json.loads(text))
+        await asyncio.sleep(0)

@@ -10,6 +10,7 @@ from app.hub import Hub
 from app.routes.ws import _send
 from app.runs import RunManager
 from app.settings import Settings
+from tests.app.helpers import RecordingSocket
 
 
 def test_each_subscriber_gets_every_message_in_its_own_queue():
@@ -44,22 +45,13 @@ def test_overflow_marks_only_the_slow_subscriber_lagged():
     asyncio.run(scenario())
 
 
-class _FakeSocket:
-    def __init__(self):
-        self.sent: list[dict] = []
-
-    async def send_text(self, text: str) -> None:
-        self.sent.append(json.loads(text))
-        await asyncio.sleep(0)
-
-
 def test_lagged_websocket_client_is_resynchronised_from_the_log(tmp_path):
     """Events published faster than a client takes them: it still gets seq 1..N, each once."""
     async def scenario():
         manager = RunManager(Settings(DATA_DIR=tmp_path), Hub(queue_size=4))
         manager.runs_dir.mkdir(parents=True)
         run = manager.create("tp_mlp", 1, {}, False, "gloo")           # records seq 1 (queued)
-        socket = _FakeSocket()
+        socket = RecordingSocket()
         async with manager.hub.subscribe(run.id) as subscriber:
             backlog = manager.events_since(run, 0)
             sender = asyncio.create_task(_send(socket, manager, run, subscriber, backlog, 0))

@@ -20,6 +20,7 @@ from app.runs import RunManager
 from app.settings import Settings
 from tests.app.room_client import (RoomClient, StalledFollower, close_all, is_event, is_state, new_room,
                                    room_state, run_count, run_events, until_waiting)
+from tests.app.helpers import RecordingSocket
 
 CODE_ALPHABET = set("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")      # no 0/O, no 1/I
 URLSAFE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -478,15 +479,6 @@ def test_a_stalled_follower_does_not_slow_the_other_twenty(server):
 
 # ---- the hub's bounded queue, without a server ------------------------------------------------------
 
-class _FakeSocket:
-    def __init__(self):
-        self.sent: list[dict] = []
-
-    async def send_text(self, text: str) -> None:
-        self.sent.append(json.loads(text))
-        await asyncio.sleep(0)
-
-
 def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every_event_once(tmp_path):
     """A queue of 4 messages, a burst of 40 events: the follower is marked lagged, its sender sends the
     room's state again and the missed events from the log, each once; a follower that had resumed
@@ -501,7 +493,7 @@ def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every
         rooms.show_run(room, run)
         for n in range(5):
             manager.record(run, {"kind": "log", "message": f"before {n}"})
-        fresh, resumed = _FakeSocket(), _FakeSocket()
+        fresh, resumed = RecordingSocket(), RecordingSocket()
         async with hub.subscribe(rooms.topic(room)) as first, hub.subscribe(rooms.topic(room)) as second:
             senders = [
                 asyncio.create_task(_send(fresh, rooms, room, first, [rooms.state(room)] + rooms.backlog(room))),
