@@ -4,7 +4,6 @@ and the websocket sender resynchronises a lagged client from the log, every even
 from __future__ import annotations
 
 import asyncio
-import json
 
 from app.hub import Hub
 from app.routes.ws import _send
