@@ -35,7 +35,7 @@ class LiveServer:
         self.env = {**os.environ, "PARALAB_LESSONS_PATH": str(EXTRA_LESSONS), **(env or {})}
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60) -> "LiveServer":
+    def start(self, timeout: float = 180) -> "LiveServer":   # a loaded 2-core machine can take a minute
         log = open(self.data_dir / f"server-{self.port}.log", "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--port", str(self.port), "--data-dir", str(self.data_dir),
