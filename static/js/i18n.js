@@ -211,6 +211,26 @@ const ZH = {
   // offline recording
   "Recording": "录像",
   "A recorded run, replayed from this file: no server needed.": "从这个文件回放的录制运行：无需服务器。",
+  // the hosted lab: the top bar's user menu, a problem's submission, the admin's users
+  "Practice problems": "练习题",
+  "Admin": "管理",
+  "Sign out": "退出登录",
+  "Your account": "你的账户",
+  "Change password": "修改密码",
+  "Current password": "当前密码",
+  "New password (8 characters or more)": "新密码（至少 8 个字符）",
+  "Password changed.": "密码已修改。",
+  "Cancel": "取消",
+  "Stop judging this submission": "停止评测这次提交",
+  "Judging on real ranks…": "正在真实的 rank 上评测…",
+  "Refused — not run": "被拒绝 — 未运行",
+  "Cancelled": "已取消",
+  "Reset password": "重置密码",
+  "Delete": "删除",
+  "New password for {name} (8 characters or more)": "{name} 的新密码（至少 8 个字符）",
+  "The password of {name} is reset; their sessions have ended.": "{name} 的密码已重置；其登录会话均已结束。",
+  "Delete {name} and all of their submissions?": "删除 {name} 及其全部提交？",
+  "{name} is deleted.": "{name} 已删除。",
 };
 
 /** Strings with numbers in them: [pattern on the trimmed English, Chinese with $1…]. */
@@ -228,6 +248,9 @@ const ZH_PATTERNS = [
   [/^(\d+) of (\d+) checks done, all passed so far$/, "已完成 $1/$2 项校验，目前全部通过"],
   [/^(\d+) of (\d+) shards in place$/, "已就位 $1/$2 个分片"],
   [/^Theme: (.+)$/, (m, name) => `主题：${ZH[name] || name}`],
+  [/^Waiting for the judge — position (\S+) in the queue$/, "等待评测 — 队列第 $1 位"],
+  [/^Passed — all (\d+) checks$/, "通过 — 全部 $1 项校验"],
+  [/^Failed — (\d+) of (\d+) checks passed$/, "未通过 — $2 项校验中 $1 项通过"],
 ];
 
 const DICTS = { zh: [ZH, ZH_PATTERNS] };

@@ -1,6 +1,8 @@
-/** The hosted lab's small pages: sign in / join a class, sign out, and the admin page. */
+/** The hosted lab's small pages: sign in / join a class, the signed-in user's menu (change the
+ * password, sign out), and the admin page. */
 
 import { h, fill } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 
 export async function api(method, url, body) {
   const response = await fetch(url, {
@@ -45,6 +47,26 @@ export function bindSignOut() {
   });
 }
 
+/** The top bar's user menu: sign out, and the form that changes your password. */
+export function bindUserMenu() {
+  bindSignOut();
+  const form = document.querySelector("#change-password");
+  if (!form) return;
+  const done = form.querySelector(".lab-done");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    done.hidden = true;
+    try {
+      await api("POST", "/api/auth/password", Object.fromEntries(new FormData(form)));
+      form.reset();
+      showError(form, null);
+      done.hidden = false;
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+}
+
 const when = (t) => new Date(t * 1000).toLocaleTimeString();
 
 export function startAdminPage(root) {
@@ -60,13 +82,41 @@ export function startAdminPage(root) {
     fill(body("submissions"), ...(activity.submissions.length ? activity.submissions.map((s) => h("tr", { "data-submission": s.id },
       h("td", {}, s.position ? String(s.position) : "judging"), h("td", {}, s.user), h("td", {}, s.problem),
       h("td", {}, `${s.status} since ${when(s.created_at)}`),
-      h("td", {}, s.status === "queued" ? h("button", { type: "button",
-        onclick: () => api("POST", `/api/admin/submissions/${s.id}/cancel`).then(refresh) }, "Cancel") : "")))
+      h("td", {}, h("button", { type: "button",
+        onclick: () => api("POST", `/api/admin/submissions/${s.id}/cancel`).catch(say).then(refresh) }, "Cancel"))))
       : [h("tr", {}, h("td", { colspan: "5" }, "No submission waiting."))]));
     fill(body("classes"), ...classes.map((c) => h("tr", {},
       h("td", {}, c.name), h("td", {}, h("code", {}, c.code)), h("td", {}, String(c.students)),
       h("td", {}, h("a", { href: `/api/admin/results.csv?class=${encodeURIComponent(c.name)}`, download: "" }, "CSV")))));
-    fill(body("users"), ...users.map((u) => h("tr", {}, h("td", {}, u.name), h("td", {}, u.role), h("td", {}, u.class || "—"))));
+    fill(body("users"), ...users.map((u) => h("tr", { "data-user": u.name },
+      h("td", {}, u.name), h("td", {}, u.role), h("td", {}, u.class || "—"),
+      h("td", {}, h("button", { type: "button", "data-action": "reset-password", onclick: () => resetPassword(u.name) }, "Reset password"),
+        u.name === me ? null : h("button", { type: "button", "data-action": "delete-user", onclick: () => deleteUser(u.name) }, "Delete")))));
+  }
+  const me = document.querySelector(".lab-user[data-user]")?.dataset.user;
+  const status = root.querySelector("#admin-status");
+  function say(error) {
+    status.textContent = error ? error.message : "";
+  }
+  async function resetPassword(name) {
+    const password = prompt(t("New password for {name} (8 characters or more)", { name }));
+    if (!password) return;
+    try {
+      await api("POST", `/api/admin/users/${encodeURIComponent(name)}/password`, { password });
+      status.textContent = t("The password of {name} is reset; their sessions have ended.", { name });
+    } catch (error) {
+      say(error);
+    }
+  }
+  async function deleteUser(name) {
+    if (!confirm(t("Delete {name} and all of their submissions?", { name }))) return;
+    try {
+      await api("DELETE", `/api/admin/users/${encodeURIComponent(name)}`);
+      status.textContent = t("{name} is deleted.", { name });
+    } catch (error) {
+      say(error);
+    }
+    refresh();
   }
   for (const [id, url] of [["new-class", "/api/admin/classes"], ["new-user", "/api/admin/users"]]) {
     const form = root.querySelector(`#${id}`);

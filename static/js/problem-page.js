@@ -3,7 +3,8 @@
  * pages' Python highlighter), and the judge's answer per check — passed or failed, the failing ranks,
  * and the values that differ (index, got, expected) or the communication expected and performed.
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
- * in localStorage per problem. Submissions go through the fair queue; while one waits, its position shows.
+ * in localStorage per problem. Submissions go through the fair queue; while one waits, its position shows,
+ * and Cancel takes it out of the queue or stops its judging.
  */
 
 import { fill, h } from "paralab/dom.js";
@@ -22,6 +23,7 @@ export async function startProblemPage(root) {
   const verdict = root.querySelector(".verdict");
   const history = root.querySelector(".history");
   const submit = root.querySelector('[data-action="submit"]');
+  const cancel = root.querySelector('[data-action="cancel"]');
   const draftKey = `paralab:draft:${id}`;
 
   const problem = await api("GET", `/api/problems/${id}`);
@@ -56,8 +58,10 @@ export async function startProblemPage(root) {
     paint();
   });
   submit.addEventListener("click", send);
+  cancel.addEventListener("click", stop);
 
   let busy = false;
+  let pending = null;          // the id of the submission waiting or being judged
   async function send() {
     if (busy) return;
     busy = true;
@@ -65,6 +69,8 @@ export async function startProblemPage(root) {
     fill(verdict);
     try {
       let submission = await api("POST", "/api/submissions", { problem: id, code: input.value });
+      pending = submission.id;
+      cancel.hidden = cancel.disabled = false;
       while (submission.status === "queued" || submission.status === "judging") {
         status.textContent = submission.status === "queued"
           ? `Waiting for the judge — position ${submission.position ?? "…"} in the queue`
@@ -79,8 +85,20 @@ export async function startProblemPage(root) {
       status.dataset.state = "error";
     } finally {
       busy = false;
+      pending = null;
       submit.disabled = false;
+      cancel.hidden = true;
       loadHistory();
+    }
+  }
+
+  async function stop() {
+    if (!pending) return;
+    cancel.disabled = true;
+    try {
+      await api("DELETE", `/api/submissions/${pending}`);
+    } catch {
+      /* it got its verdict first: the loop above shows it */
     }
   }
 
