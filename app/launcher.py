@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 
 from app.settings import REPO_ROOT
 from workers.launch_request import LaunchRequest
+
+
+log = logging.getLogger("paralab.launcher")
 
 
 class LauncherError(RuntimeError):
@@ -42,23 +46,35 @@ class Launcher:
         self._proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "workers.launcher", cwd=str(REPO_ROOT), env=env,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20)
-        line = await self._proc.stdout.readline()
-        if not line:
-            raise LauncherError(f"the launcher exited during start-up (status {await self._proc.wait()})")
-        self.info = json.loads(line)
+        try:
+            self.info = await self._read_reply()
+        except LauncherError:
+            raise LauncherError(f"the launcher exited during start-up (status {await self._proc.wait()})") from None
 
     async def _ask(self, message: dict) -> dict:
         async with self._lock:
             await self.start()
             self._proc.stdin.write((json.dumps(message) + "\n").encode())
             await self._proc.stdin.drain()
-            line = await self._proc.stdout.readline()
-        if not line:
-            raise LauncherError("the launcher exited")
-        reply = json.loads(line)
+            reply = await self._read_reply()
         if "error" in reply:
             raise LauncherError(reply["error"])
         return reply
+
+    async def _read_reply(self) -> dict:
+        """The launcher's next reply; a line that is not one (something else wrote to its stdout) is
+        logged and skipped, so it cannot stand in for the answer."""
+        while True:
+            line = await self._proc.stdout.readline()
+            if not line:
+                raise LauncherError("the launcher exited")
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                reply = None
+            if isinstance(reply, dict):
+                return reply
+            log.warning("the launcher's stdout had a line that is not a reply: %r", line[:200])
 
     async def launch(self, request: LaunchRequest) -> int:
         """Fork the run's supervisor and ranks; returns the supervisor's pid (its process group)."""

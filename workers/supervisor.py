@@ -116,6 +116,7 @@ def start(request: LaunchRequest) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
+        os.dup2(2, 1)   # stdout is the launcher's reply pipe: a rank's prints must never land there
         try:
             supervise(request)
         finally:

@@ -62,6 +62,13 @@ def test_the_server_goes_on_after_a_crash(server):
     assert run["status"] == "done" and run["error"] is None
 
 
+def test_a_rank_printing_to_stdout_cannot_confuse_the_launcher(server):
+    """Ranks are forked from the launcher, whose stdout carries its replies to the server: a lesson's
+    print (even one that looks like a reply) goes to stderr, and the next run is still the one killed."""
+    assert server.run("crash", 2, {"how": "print", "rank": 0})["status"] == "done"
+    test_cancel_by_delete(server)
+
+
 def _wait_running(server, run_id: str, world_size: int) -> None:
     """Until every rank has reached the lesson (its first collective has begun)."""
     wait_for(lambda: {e["rank"] for e in events(server, run_id) if e["kind"] == "collective"} >= set(range(world_size)))

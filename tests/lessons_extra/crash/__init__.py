@@ -1,4 +1,5 @@
-"""A lesson for the tests only (on PARALAB_LESSONS_PATH): one rank fails in a chosen way."""
+"""A lesson for the tests only (on PARALAB_LESSONS_PATH): one rank fails in a chosen way (or just
+prints, to stdout, where a careless runtime would corrupt its own pipes)."""
 
 from typing import Literal
 
@@ -9,7 +10,7 @@ from workers.lessons.params import LessonParams
 
 
 class CrashParams(LessonParams):
-    how: Literal["raise", "exit", "segfault", "hang", "none"] = "raise"
+    how: Literal["raise", "exit", "segfault", "hang", "print", "none"] = "raise"
     rank: int = Field(1, ge=0, description="the rank that fails")
 
 
