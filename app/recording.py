@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -48,6 +49,10 @@ class Recording:
         if self._events_file is not None:
             self._events_file.close()
             self._events_file = None
+
+    def delete(self) -> None:
+        self.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def load_events(self) -> list[dict]:
         path = self.dir / "events.jsonl"

@@ -190,6 +190,19 @@ class RunManager:
         self._kill(run)
         self._finish(run, "cancelled", {"kind": "cancelled", "message": "cancelled by the user"})
 
+    def delete_owned_by(self, owner: str) -> int:
+        """Cancel `owner`'s runs in flight and delete every run of theirs, recorded or in memory (their
+        account is gone: a new account of the same name must not find them). Returns how many."""
+        owned = [run_id for run_id, meta in self._recorded.items() if meta.get("owner") == owner]
+        for run_id in owned:
+            run = self.runs.get(run_id)
+            if run is not None:
+                self.cancel(run)
+                self.runs.pop(run_id, None)
+            self._recorded.pop(run_id, None)
+            (self._recordings.pop(run_id, None) or Recording(self.runs_dir, run_id)).delete()
+        return len(owned)
+
     def events_since(self, run: Run, since: int) -> list[dict]:
         return run.events[max(since, 0):]   # seq N sits at index N-1
 

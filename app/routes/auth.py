@@ -161,8 +161,9 @@ def reset_password(name: str, body: PasswordReset, request: Request, admin: Admi
 
 @router.delete("/api/admin/users/{name}")
 async def delete_user(name: str, request: Request, admin: AdminDep):
-    """Delete an account with its submissions: its sessions end at once, its submissions and runs in
-    flight are cancelled. Its recorded runs stay on disk. Not your own account (409)."""
+    """Delete an account with its submissions and runs: its sessions end at once, what it has in
+    flight is cancelled, and nothing of it is left for a new account of the same name. Not your own
+    account (409)."""
     if name == admin.name:
         raise HTTPException(409, detail="you cannot delete your own account; another admin can")
     _existing_user(request, name)
@@ -171,9 +172,8 @@ async def delete_user(name: str, request: Request, admin: AdminDep):
     removed = accounts.delete_user(name)
     for submission in sorted(in_flight, key=lambda s: s["status"] != "queued"):  # waiting ones first: no wait
         await judge.cancel(submission["id"])
-    for run in [r for r in manager.runs.values() if r.owner == name and not r.final]:
-        manager.cancel(run)
-    return {"name": name, "deleted": True, "submissions": removed}
+    runs = manager.delete_owned_by(name)
+    return {"name": name, "deleted": True, "submissions": removed, "runs": runs}
 
 
 @router.get("/api/admin/classes")

@@ -1,11 +1,12 @@
 """Passwords in the hosted lab: a user changes their own (the current one must be right, the new one
 follows the sign-up rules; their other sessions end, this one goes on; the old password no longer
-signs in); an admin resets a user's password and deletes a user (sessions end, submissions go, runs in
-flight are cancelled; not their own account). An old database gains the column sessions need."""
+signs in); an admin resets a user's password and deletes a user (sessions end, submissions and runs go, those
+in flight cancelled first; not their own account). An old database gains the column sessions need."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import closing
 
 import httpx
@@ -85,21 +86,28 @@ def test_the_admin_resets_a_password_and_the_users_sessions_end(lab):
 def test_the_admin_deletes_a_user_with_their_submissions_and_runs_in_flight(lab):
     with client(lab, "dan", "dan-pass-1") as dan, client(lab, **ADMIN) as admin:
         judged = dan.post("/api/submissions", json={"problem": "ring_allreduce", "code": "import os\n"}).json()
+        finished = dan.post("/api/runs", json={"lesson": "tp_mlp", "world_size": 1}).json()
+        while dan.get(f"/api/runs/{finished['id']}").json()["status"] not in ("done", "failed", "cancelled"):
+            time.sleep(0.1)
         held = dan.post("/api/runs", json={"lesson": "collectives", "world_size": 2, "params": {}, "step": True})
         assert held.status_code == 201, held.text
         assert dan.delete("/api/admin/users/carol").status_code == 403
         assert admin.delete("/api/admin/users/admin").status_code == 409    # not your own account
         assert admin.delete("/api/admin/users/nobody").status_code == 404
         deleted = admin.delete("/api/admin/users/dan")
-        assert deleted.status_code == 200 and deleted.json() == {"name": "dan", "deleted": True, "submissions": 1}
+        assert deleted.status_code == 200
+        assert deleted.json() == {"name": "dan", "deleted": True, "submissions": 1, "runs": 2}
         assert dan.get("/api/auth/me").status_code == 401                   # signed out at once
         assert "dan" not in [u["name"] for u in admin.get("/api/admin/users").json()]
         assert admin.get(f"/api/submissions/{judged['id']}").status_code == 404
-        assert admin.get(f"/api/runs/{held.json()['id']}").json()["status"] == "cancelled"
+        for run in (held.json(), finished):                                # gone, in memory and on disk
+            assert admin.get(f"/api/runs/{run['id']}").status_code == 404
+            assert not (lab.data_dir / "runs" / run["id"]).exists()
         assert not signs_in(lab, "dan", "dan-pass-1")
         assert admin.post("/api/admin/users", json={"name": "dan", "password": "new-dan-pass"}).status_code == 201
     with client(lab, "dan", "new-dan-pass") as new_dan:                     # the name again: nothing of the old
         assert new_dan.get("/api/submissions").json() == []
+        assert new_dan.get("/api/runs").json() == []
 
 
 def test_a_database_from_before_password_changes_gains_session_epochs(tmp_path):
