@@ -58,10 +58,14 @@ def hung(server) -> dict[str, dict]:
 
 @pytest.mark.parametrize("bug", VARIANTS)
 def test_each_bug_is_reported_as_a_hang_within_the_timeout_plus_2_s(hung, bug):
-    run, elapsed = hung[bug]["run"], hung[bug]["elapsed"]
+    """Timed on the run's own clock, from the last call any rank began (where the hang starts) to the
+    report; and, looser, from the POST (which adds starting the ranks on a possibly busy machine)."""
+    run, elapsed, log = hung[bug]["run"], hung[bug]["elapsed"], hung[bug]["events"]
     assert run["status"] == "failed", run
     assert run["error"]["kind"] == "hang"
-    assert TIMEOUT_S <= elapsed <= TIMEOUT_S + 2, elapsed
+    hang_began = max(e["t"] for e in log if e["kind"] in ("collective", "p2p"))
+    assert TIMEOUT_S <= log[-1]["t"] - hang_began <= TIMEOUT_S + 2, log[-1]["t"] - hang_began
+    assert TIMEOUT_S <= elapsed <= TIMEOUT_S + 8, elapsed
     assert run["error"]["message"].startswith(f"hung for {TIMEOUT_S} s: ")
     assert run["params"] == {"bug": bug, "timeout_s": TIMEOUT_S}
     final = hung[bug]["events"][-1]
