@@ -1,0 +1,297 @@
+"""Finding interface text left in English on a page shown in Chinese.
+
+`untranslated(page)` reads every rendered text node and every aria-label, title, placeholder and alt
+of the page, drops what is the lesson's own (its code, explanation, title, summary, parameter names and
+help, and every string its events carry: labels, tensor, check and metric names, details, units, sites),
+then numbers, identifiers (`all_reduce`, `W1`, `program.py:12`) and the words Chinese technical text
+keeps as they are (rank, all-reduce, GPU …). What still holds a Latin word is English a reader of the
+Chinese interface would see.
+
+Run as a script, it is the audit: every lesson at a small world size, scrubbed to a few places, a hang,
+a crash, step mode, refused parameters and a lecture room, each finding printed once with where it was:
+
+    python -m tests.browser.untranslated
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+import httpx
+
+# Text nodes and labels as the page draws them: [{text, where}], only what is rendered (a `hidden` panel,
+# a closed dialog and an empty tooltip are not; a visually hidden table for screen readers is).
+COLLECT_JS = """() => {
+  const SKIP = "code, pre, script, style, textarea, .prose, .source-code, .lesson-title, .lesson-summary";
+  const ATTRS = ["aria-label", "title", "placeholder", "alt"];
+  const shown = (el) => !el.closest(SKIP) && (!el.closest("[lang]") || el.closest("[lang]").lang.startsWith("zh"))
+    && (el.checkVisibility ? el.checkVisibility() : true) && !el.closest("[hidden]");
+  const where = (el) => {
+    const parts = [];
+    for (let e = el; e && e !== document.body && parts.length < 3; e = e.parentElement) {
+      parts.unshift(e.id ? `#${e.id}` : e.tagName.toLowerCase() + (e.classList[0] ? `.${e.classList[0]}` : ""));
+      if (e.id) break;
+    }
+    return parts.join(" > ");
+  };
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+  for (let node = walker.currentNode; node; node = walker.nextNode()) {
+    if (node.nodeType === Node.TEXT_NODE) {
+      const el = node.parentElement;
+      const visible = el && (el.tagName === "OPTION" ? shown(el.closest("select") || el) : shown(el));
+      if (visible && node.data.trim()) found.push({ text: node.data.trim(), where: where(el) });
+    } else if (node !== document.body) {
+      for (const name of ATTRS) {
+        const value = node.getAttribute(name);
+        if (value && value.trim() && shown(node)) found.push({ text: value.trim(), where: `${where(node)} [${name}]` });
+      }
+    }
+  }
+  return found;
+}"""
+
+# Every string a value of the run's events holds, except the server's own words (a run event's status
+# and error message, which the page must translate): labels, names, details, units, sites, formulas.
+LESSON_STRINGS_JS = """() => {
+  const out = new Set();
+  const walk = (value, key) => {
+    if (typeof value === "string") { if (!["kind", "phase", "status", "mismatch"].includes(key)) out.add(value); }
+    else if (Array.isArray(value)) value.forEach((v) => walk(v, key));
+    else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) walk(v, k);
+  };
+  for (const e of (window.paralab?.store?.state.log || [])) {
+    if (e.kind !== "run") walk(e, "");
+    else if (e.error) {
+      walk(e.error.site, "site");
+      walk(e.error.traceback, "traceback");
+      walk(e.error.ranks, "ranks");
+    }
+  }
+  return [...out];
+}"""
+
+# Words Chinese technical text keeps as they are (the seeds and the lessons' explain.zh.md keep rank,
+# stage, microbatch, all-reduce, send/recv …), and names: of keys, file formats, products, values.
+KEPT_WORDS = {
+    "rank", "stage", "microbatch", "step", "root", "tag", "token", "seq", "paralab",
+    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce", "scatter", "gather",
+    "barrier", "send", "recv", "isend", "irecv", "AR", "AG", "RS", "BC",
+    "tp", "pp", "dp", "sp", "TP", "PP", "DP", "SP", "ZeRO", "GPipe", "FSDP", "Megatron", "PyTorch", "torch",
+    "GPU", "GPUs", "CPU", "NCCL", "nccl", "gloo", "nccl-tests", "algbw", "busbw", "GQA", "KV", "FFN", "MLP",
+    "LayerNorm", "Adam", "SGD", "JSON",
+    "PNG", "SVG", "HTML", "QR", "Home", "End", "Space", "Esc", "Enter",
+    "B", "KiB", "MiB", "GiB", "s", "ms", "µs", "ns", "inf", "nan", "true", "false", "null",
+}
+# Names kept whole: the protocol's mismatch classes (the Chinese explanation names them so too).
+KEPT_PHRASES = ["world size", "world_size", "flight recorder", "Flight recorder", "missing ranks", "op mismatch",
+                "size mismatch", "unmatched send/recv"]
+ROOM_CODE = re.compile(r"\b[A-Z2-9]{4}-?[A-Z2-9]{4}\b")
+IDENTIFIER = re.compile(r"[\w.:/-]*(?:[_/]|\.[a-z]{1,4}\b|\d)[\w.:/-]*")   # all_reduce, W1, p2p, program.py:12
+WORD = re.compile(r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*")
+
+
+@dataclass(frozen=True)
+class Finding:
+    text: str
+    where: str
+    words: tuple[str, ...]
+
+
+def lesson_strings(page, base_url: str) -> list[str]:
+    """What the lessons and the run's events say in their own words: every lesson's title (the room's
+    lesson picker lists them), this lesson's summary, parameter names, help and choices, and every string
+    of the events (a label also in its pieces, as the views split it: "step 2: send chunk 3")."""
+    lesson_id = page.evaluate("document.querySelector('[data-lesson]')?.dataset.lesson")
+    strings = set(page.evaluate(LESSON_STRINGS_JS))
+    strings |= {piece.strip() for text in list(strings) for piece in re.split(r": | — ", text)}
+    strings |= {re.sub(r"^(send|recv) | \d+$", "", text) for text in list(strings)}   # as the views shorten them
+    strings |= {lesson["title"] for lesson in httpx.get(f"{base_url}/api/lessons").json()}
+    if lesson_id:
+        lesson = httpx.get(f"{base_url}/api/lessons/{lesson_id}").json()
+        strings |= {lesson["title"], lesson["summary"]}
+        schema = lesson["params"]
+        for name, prop in schema.get("properties", {}).items():
+            resolved = schema.get("$defs", {}).get(prop.get("$ref", "").split("/")[-1], {}) | prop
+            strings |= {name, *(str(v) for v in resolved.get("enum", [])), resolved.get("description", ""), resolved.get("title", "")}
+    return sorted((s for s in strings if s.strip()), key=len, reverse=True)
+
+
+def own_words(strings: list[str]) -> re.Pattern:
+    """One pattern for all of `strings` (longest first), each matched as a whole, not inside a word."""
+    alternatives = "|".join(re.escape(s) for s in strings if len(s) > 1) or "(?!)"
+    return re.compile(rf"(?<![A-Za-z])(?:{alternatives})(?![A-Za-z])")
+
+
+def english_words(text: str, own: re.Pattern) -> tuple[str, ...]:
+    """The Latin words of `text` left once the lesson's strings, kept phrases and identifiers are out."""
+    text = own.sub(" ", text)
+    for phrase in KEPT_PHRASES:
+        text = text.replace(phrase, " ")
+    text = ROOM_CODE.sub(" ", IDENTIFIER.sub(" ", text))
+    return tuple(w for w in WORD.findall(text) if len(w) > 1 and w not in KEPT_WORDS)
+
+
+def untranslated(page, base_url: str) -> list[Finding]:
+    """Interface text on `page` (shown in Chinese) that is still English."""
+    own = own_words(lesson_strings(page, base_url))
+    found = []
+    for item in page.evaluate(COLLECT_JS):
+        words = english_words(item["text"], own)
+        if words:
+            found.append(Finding(item["text"], item["where"], words))
+    return found
+
+
+# ---- the audit ---------------------------------------------------------------------------------------------------
+LESSONS = [
+    ("tp_mlp", 2, {}),
+    ("sp_mlp", 2, {}),
+    ("collectives", 4, {"op": "reduce_scatter", "sweep": "true"}),
+    ("ring_allreduce", 4, {}),
+    ("deadlock", 2, {"timeout_s": 1}),
+    ("pp", 2, {"microbatches": 4}),
+    ("dp", 2, {"bucketed": "true"}),
+    ("zero", 2, {"stage": 3}),
+    ("tp_attention", 2, {}),
+    ("three_d", 4, {"dp": 1}),
+    ("crash", 2, {"how": "raise"}),
+]
+
+
+def switch_to_chinese(page) -> None:
+    if page.evaluate("document.documentElement.lang") != "zh-CN":
+        page.get_by_role("button", name=re.compile("中文")).click()
+        page.wait_for_function("document.documentElement.lang === 'zh-CN'")
+
+
+def run_from_page(page, base_url: str, lesson: str, world_size: int, params: dict, *,
+                  step: bool = False, wait: bool = True) -> None:
+    """Open the lesson's page with `params`, press ▶ 运行, and (if `wait`) wait for the run's end."""
+    query = "&".join(f"{k}={v}" for k, v in {"world_size": world_size, **params}.items())
+    page.goto(f"{base_url}/lessons/{lesson}?{query}")
+    switch_to_chinese(page)
+    page.wait_for_selector(".run-button:not([disabled])")
+    if step:
+        page.locator("#step-mode").check()
+    page.locator(".run-button").click()
+    if wait and not step:
+        page.wait_for_function(
+            "['done', 'failed', 'cancelled'].includes(document.querySelector('#run-status').dataset.status)",
+            timeout=90_000)
+
+
+def scrub_to(page, fraction: float) -> None:
+    """Put the cursor `fraction` of the way through the log and wait for the views to draw it."""
+    total = page.evaluate("window.paralab.store.state.log.length")
+    seq = max(1, round(total * fraction))
+    page.locator("#scrubber input[type=range]").fill(str(seq))
+    page.wait_for_function(f"document.querySelector('#now .now-seq')?.textContent === '#{seq}'")
+
+
+def audit(browser, base_url: str) -> dict[str, list[Finding]]:
+    """Every place the audit looks at → what is English there."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    report: dict[str, list[Finding]] = {}
+
+    def look(place: str, on=None) -> None:
+        report[place] = untranslated(on or page, base_url)
+
+    page.goto(base_url + "/lessons/tp_mlp")
+    switch_to_chinese(page)
+    look("tp_mlp before a run")
+    page.keyboard.press("?")
+    look("the key list")
+    page.keyboard.press("Escape")
+    for lesson, world_size, params in LESSONS:
+        run_from_page(page, base_url, lesson, world_size, params)
+        for fraction in (0.1, 0.35, 0.6, 0.85, 1.0):
+            scrub_to(page, fraction)
+            look(f"{lesson} at {fraction:.0%}")
+    run_from_page(page, base_url, "tp_mlp", 3, {"seq_len": 0}, wait=False)     # ffn=64 does not divide by 3, seq_len < 1: a 422
+    page.wait_for_selector(".field-error:not([hidden])")
+    look("tp_mlp refused (422)")
+    run_from_page(page, base_url, "pp", 2, {"microbatches": 1, "virtual_stages": 2}, wait=False)
+    page.wait_for_selector(".field-error:not([hidden])")
+    look("pp refused (runtime rules)")
+    run_from_page(page, base_url, "tp_mlp", 2, {}, step=True)
+    page.wait_for_selector("#stepper:not([hidden]) button")
+    page.wait_for_function("window.paralab.store.state.log.some((e) => e.kind === 'gate')")
+    look("tp_mlp in step mode")
+    page.locator("#cancel-run").click()
+    page.wait_for_function("document.querySelector('#run-status').dataset.status === 'cancelled'")
+    look("tp_mlp cancelled")
+    audit_room(browser, page, look)
+    context.close()
+    return report
+
+
+def present(page) -> None:
+    """From a lesson page: Present, and wait for the room card."""
+    page.locator('[data-action="present"]').click()
+    page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
+    page.wait_for_selector("#room-card:not([hidden])")
+
+
+def audit_room(browser, page, look) -> None:
+    base_url = page.url.split("/lessons/")[0]
+    page.goto(f"{base_url}/lessons/tp_mlp?world_size=2")
+    present(page)
+    look("room: presenter, the room card")
+    page.keyboard.press("Escape")
+    page.locator(".run-button").click()
+    page.wait_for_function("document.querySelector('#run-status').dataset.status === 'done'", timeout=90_000)
+    scrub_to(page, 0.5)
+    look("room: presenter, mid-run")
+    page.locator('[data-action="earlier-runs"]').click()
+    look("room: presenter, earlier runs")
+    page.keyboard.press("Escape")
+    follower_context = browser.new_context(viewport={"width": 1200, "height": 800})
+    follower = follower_context.new_page()
+    follower.goto(page.url)
+    switch_to_chinese(follower)
+    follower.wait_for_function("window.paralab?.store?.state.log.length > 0")
+    look("room: follower, live", follower)
+    follower.keyboard.press("ArrowLeft")
+    follower.keyboard.press("0")                        # a step-mode key: only the presenter drives
+    look("room: follower, detached", follower)
+    follower.goto(f"{base_url}/rooms/ZZZZZZZZ")
+    look("room: an unknown code", follower)
+    follower_context.close()
+
+
+def main() -> int:
+    from pathlib import Path
+    from tempfile import mkdtemp
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.conftest import LiveServer
+
+    server = LiveServer(Path(mkdtemp(prefix="paralab-zh-audit-"))).start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            report = audit(browser, server.url)
+            browser.close()
+    finally:
+        server.stop()
+    print(f"looked at {len(report)} places: {', '.join(report)}")
+    seen: set[tuple[str, str]] = set()
+    for place, findings in report.items():
+        fresh = [f for f in findings if (f.text, f.where) not in seen]
+        seen |= {(f.text, f.where) for f in fresh}
+        if fresh:
+            print(f"\n== {place}")
+            for f in fresh:
+                print(f"  {f.where}: {f.text!r}  {list(f.words)}")
+    return 1 if seen else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
