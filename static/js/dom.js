@@ -42,9 +42,11 @@ export function remPx() {
   return parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
 }
 
-/** Draw only when `key` changed since the last draw into `container` (keeps animations running). */
+/** Draw only when `key` changed since the last draw into `container` (keeps animations running), or the
+ *  interface's language did (views write their sentences in it). */
 const drawnKeys = new WeakMap();
-export function changed(container, key) {
+export function changed(container, drawn) {
+  const key = `${document.documentElement.lang}|${drawn}`;
   if (drawnKeys.get(container) === key) return false;
   drawnKeys.set(container, key);
   return true;
