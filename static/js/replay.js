@@ -3,6 +3,7 @@
  * nothing else, so the picture at step N is the same whichever way the viewer arrived there.
  */
 
+import { t, tPlural } from "paralab/i18n.js";
 import { FINAL_STATUSES } from "paralab/store.js";
 
 /**
@@ -202,70 +203,82 @@ function tensor(state, e) {
 
 /** What a rank is doing at the cursor, in words. */
 export function activity(rs, state) {
-  if (rs.error) return { kind: "error", text: `raised ${rs.error.message}` };
-  if (rs.gate && !state.final) return { kind: "gate", text: `waits at the gate before ${callName(rs.gate)}`, label: rs.gate.label };
-  if (rs.finished && !state.final) return { kind: "finished", text: "finished its program; waits for the others" };
+  if (rs.error) return { kind: "error", text: t("raised {error}", { error: rs.error.message }) };
+  if (rs.gate && !state.final) return { kind: "gate", text: t("waits at the gate before {call}", { call: callName(rs.gate) }), label: rs.gate.label };
+  if (rs.finished && !state.final) return { kind: "finished", text: t("finished its program; waits for the others") };
   const open = rs.open[rs.open.length - 1];
   const outer = rs.open.length > 1 ? `${rs.open[0].name || rs.open[0].op} › ` : "";
-  if (open && open.kind === "compute") return { kind: "compute", text: `${outer}computing ${open.name}` };
+  if (open && open.kind === "compute") return { kind: "compute", text: outer + t("computing {name}", { name: open.name }) };
   if (open && open.kind === "collective") {
     const c = state.collectives.get(collectiveKey(open));
     const missing = c ? c.ranks.filter((r) => !c.begins.has(r)) : [];
-    const waiting = missing.length ? ` — waiting for rank${missing.length > 1 ? "s" : ""} ${missing.join(", ")}` : "";
-    return { kind: "collective", text: `${outer}${open.op} (${open.group} #${open.cseq})${waiting}`,
-             waiting: missing.length > 0, label: open.label };
+    const call = `${open.op} (${open.group} #${open.cseq})`;
+    const text = missing.length
+      ? tPlural(missing.length, "{call} — waiting for rank {ranks}", "{call} — waiting for ranks {ranks}", { call, ranks: missing.join(", ") })
+      : call;
+    return { kind: "collective", text: outer + text, waiting: missing.length > 0, label: open.label };
   }
-  if (open && open.kind === "p2p") {
-    return { kind: "p2p", text: `${outer}${open.op} ${open.op === "send" ? "to" : "from"} rank ${open.peer ?? "any"}`, label: open.label };
-  }
+  if (open && open.kind === "p2p") return { kind: "p2p", text: outer + p2pCall(open.op, open.peer), label: open.label };
   const last = rs.last;
-  if (!last) return { kind: "idle", text: state.run.status === "queued" ? "queued" : "not started" };
-  if (state.final) return { kind: "finished", text: state.run.status === "done" ? "finished" : `stopped (${state.run.status})` };
-  if (last.kind === "check") return { kind: "check", text: `checked ${last.name}: ${last.passed ? "passed" : "FAILED"}` };
-  if (last.kind === "tensor") return { kind: "tensor", text: `has ${last.name}` };
-  if (last.kind === "metric") return { kind: "metric", text: `reported ${last.name}` };
-  if (last.phase === "end") return { kind: "idle", text: `finished ${last.name || last.op}` };
-  return { kind: "idle", text: "working" };
+  if (!last) return { kind: "idle", text: state.run.status === "queued" ? t("queued") : t("not started") };
+  if (state.final) {
+    return { kind: "finished", text: state.run.status === "done" ? t("finished") : t("stopped ({status})", { status: t(state.run.status) }) };
+  }
+  if (last.kind === "check") return { kind: "check", text: t(last.passed ? "checked {name}: passed" : "checked {name}: FAILED", { name: last.name }) };
+  if (last.kind === "tensor") return { kind: "tensor", text: t("has {name}", { name: last.name }) };
+  if (last.kind === "metric") return { kind: "metric", text: t("reported {name}", { name: last.name }) };
+  if (last.phase === "end") return { kind: "idle", text: t("finished {name}", { name: last.name || last.op }) };
+  return { kind: "idle", text: t("working") };
+}
+
+/** "send to rank 1", "recv from rank 0", "recv from any rank", with " (tag 2)" when the tag is not 0. */
+function p2pCall(op, peer, tag = 0) {
+  const anyone = peer === null || peer === undefined;
+  const key = `{op} ${op === "send" ? "to" : "from"} ${anyone ? "any rank" : "rank {peer}"}${tag ? " (tag {tag})" : ""}`;
+  return t(key, { op, peer, tag });
 }
 
 /** "reduce_scatter (world #1)" or "send to rank 1 (tag 0)": a call as a gate or span names it. */
 export function callName(e) {
-  if (e.call === "p2p" || e.kind === "p2p") {
-    const peer = e.peer === null || e.peer === undefined ? "any rank" : `rank ${e.peer}`;
-    return `${e.op} ${e.op === "send" ? "to" : "from"} ${peer}${e.tag ? ` (tag ${e.tag})` : ""}`;
-  }
+  if (e.call === "p2p" || e.kind === "p2p") return p2pCall(e.op, e.peer, e.tag);
   return `${e.op} (${e.group} #${e.cseq})`;
 }
 
 /** One line about an event, for the caption under the scrubber. */
 export function describe(e) {
   if (!e) return "";
-  const who = e.rank === null || e.rank === undefined ? "server" : `rank ${e.rank}`;
+  const who = e.rank === null || e.rank === undefined ? t("server") : t("rank {rank}", { rank: e.rank });
+  const labelled = e.label && (["collective", "p2p"].includes(e.kind) || e.kind === "gate" && e.phase === "waiting");
+  return t("{who}: {what}", { who, what: describeWhat(e) }) + (labelled ? ` — ${e.label}` : "");
+}
+
+/** What an event says, without who said it or the lesson's label for the call. */
+function describeWhat(e) {
+  const begins = e.phase === "begin";
   switch (e.kind) {
     case "run":
-      return `${who}: run ${e.status}${e.position ? ` (position ${e.position} in the queue)` : ""}`;
+      return t(`run ${e.status}${e.position ? " (position {position} in the queue)" : ""}`, { position: e.position });
     case "compute":
-      return `${who}: ${e.phase === "begin" ? "starts" : "ends"} ${e.name}`;
+      return t(begins ? "starts {name}" : "ends {name}", { name: e.name });
     case "collective":
-      return `${who}: ${e.op} ${e.phase === "begin" ? "begins" : "ends"} (${e.group} #${e.cseq})${e.label ? ` — ${e.label}` : ""}`;
+      return t(begins ? "{op} begins ({group} #{cseq})" : "{op} ends ({group} #{cseq})", e);
     case "p2p":
-      return `${who}: ${callName(e)} ${e.phase === "begin" ? "begins" : "ends"}${e.label ? ` — ${e.label}` : ""}`;
+      return t(begins ? "{call} begins" : "{call} ends", { call: callName(e) });
     case "gate":
-      return e.phase === "waiting"
-        ? `${who}: stops at the gate before ${callName(e)}${e.label ? ` — ${e.label}` : ""}`
-        : `${who}: released into ${callName(e)}`;
+      return t(e.phase === "waiting" ? "stops at the gate before {call}" : "released into {call}", { call: callName(e) });
     case "tensor":
-      return `${who}: shows ${e.name} [${(e.tensor?.shape || []).join("×")}]`;
+      return t("shows {name} [{shape}]", { name: e.name, shape: (e.tensor?.shape || []).join("×") });
     case "check":
-      return `${who}: check “${e.name}” ${e.passed ? "passed" : "FAILED"} (max |error| ${formatNumber(e.max_abs_err)})`;
+      return t(e.passed ? "check “{name}” passed (max |error| {error})" : "check “{name}” FAILED (max |error| {error})",
+        { name: e.name, error: formatNumber(e.max_abs_err) });
     case "metric":
-      return `${who}: ${e.name} = ${e.value} ${e.unit || ""}`;
+      return `${e.name} = ${e.value} ${e.unit || ""}`;
     case "log":
-      return `${who}: ${e.level || "log"}: ${e.message}`;
+      return `${t(e.level || "log")}: ${e.message}`;
     case "rank":
-      return `${who}: finished its program`;
+      return t("finished its program");
     default:
-      return `${who}: ${e.kind}`;
+      return e.kind;
   }
 }
 
@@ -278,6 +291,11 @@ export function formatNumber(x) {
   const a = Math.abs(x);
   if (a >= 1e4 || a < 1e-3) return x.toExponential(2);
   return Number(x.toPrecision(4)).toString();
+}
+
+/** "rank 2" or "ranks 0, 1, 3", in the interface's language. */
+export function rankList(ranks) {
+  return tPlural(ranks.length, "rank {ranks}", "ranks {ranks}", { ranks: ranks.join(", ") || "–" });
 }
 
 export function formatBytes(n) {

@@ -7,6 +7,7 @@
  */
 
 import { typing } from "paralab/controls/keyboard.js";
+import { t } from "paralab/i18n.js";
 
 /**
  * `store`: the event store; `connection()`: the run's connection (or null); `live()`: the state at the
@@ -35,7 +36,7 @@ export function createStepper({ store, connection, live, onChange }) {
   function send(message) {
     const conn = connection();
     if (!conn || !conn.send(message)) {
-      say("Not connected to the run right now; try again in a moment.");
+      say(t("Not connected to the run right now; try again in a moment."));
       return false;
     }
     store.last();           // follow the live end: the next pictures are what this release causes
@@ -45,13 +46,14 @@ export function createStepper({ store, connection, live, onChange }) {
   const actions = {
     release(rank) {
       const rs = live().ranks[rank];
-      if (!rs) return say(`There is no rank ${rank} in this run.`);
-      if (!rs.gate) return say(`Rank ${rank} is not waiting at a gate${rs.open.some((o) => o.kind !== "compute") ? ": it is inside a call" : ""}.`);
+      if (!rs) return say(t("There is no rank {rank} in this run.", { rank }));
+      const inside = rs.open.some((o) => o.kind !== "compute");
+      if (!rs.gate) return say(t(inside ? "Rank {rank} is not waiting at a gate: it is inside a call." : "Rank {rank} is not waiting at a gate.", { rank }));
       notice = null;
       send({ op: "step", rank });
     },
     releaseAll() {
-      if (!live().ranks.some((rs) => rs.gate)) return say("No rank is waiting at a gate.");
+      if (!live().ranks.some((rs) => rs.gate)) return say(t("No rank is waiting at a gate."));
       notice = null;
       send({ op: "step" });
     },

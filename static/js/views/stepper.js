@@ -10,11 +10,8 @@
 
 import { changed, fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { callName, collectiveKey, parseSite } from "paralab/replay.js";
-
-function plural(list, word = "rank") {
-  return `${word}${list.length === 1 ? "" : "s"} ${list.join(", ")}`;
-}
+import { t, tPlural, tServer } from "paralab/i18n.js";
+import { callName, collectiveKey, parseSite, rankList } from "paralab/replay.js";
 
 function where(site) {
   const s = parseSite(site);
@@ -23,14 +20,14 @@ function where(site) {
 
 /** Where one rank stands, for the stepper: {kind, text, detail, site, waiting}. */
 export function rankStep(rs, state) {
-  if (rs.error) return { kind: "error", text: `raised ${rs.error.message}` };
+  if (rs.error) return { kind: "error", text: t("raised {error}", { error: rs.error.message }) };
   if (state.final) {
-    return { kind: "finished", text: state.run.status === "done" ? "finished" : `stopped (run ${state.run.status})` };
+    return { kind: "finished", text: state.run.status === "done" ? t("finished") : t("stopped (run {status})", { status: t(state.run.status) }) };
   }
-  if (rs.finished) return { kind: "finished", text: "finished", detail: "its program is done: it waits for the others" };
+  if (rs.finished) return { kind: "finished", text: t("finished"), detail: t("its program is done: it waits for the others") };
   if (rs.gate) {
     const label = rs.gate.label || "";
-    return { kind: "gate", text: `waits at ${callName(rs.gate)}`, detail: label.includes(":") ? label.split(":").slice(1).join(":").trim() : label,
+    return { kind: "gate", text: t("waits at {call}", { call: callName(rs.gate) }), detail: label.includes(":") ? label.split(":").slice(1).join(":").trim() : label,
              site: where(rs.gate.site),
              waiting: true };
   }
@@ -41,19 +38,20 @@ export function rankStep(rs, state) {
     const missing = c ? c.ranks.filter((r) => !c.begins.has(r)) : [];
     const site = where(open.begin?.site);
     if (missing.length) {
-      return { kind: "blocked", text: `blocked inside ${callName(open)}`, detail: `waiting for ${plural(missing)} to enter it`,
+      return { kind: "blocked", text: t("blocked inside {call}", { call: callName(open) }),
+               detail: t("waiting for {ranks} to enter it", { ranks: rankList(missing) }),
                site, missing, call: "collective" };
     }
-    return { kind: "inside", text: `inside ${callName(open)}`, detail: "every member arrived: the data moves", site };
+    return { kind: "inside", text: t("inside {call}", { call: callName(open) }), detail: t("every member arrived: the data moves"), site };
   }
   if (open && open.kind === "p2p") {
     const peer = open.peer ?? "any rank";
-    const wants = open.op === "send" ? "a matching recv" : "a matching send";
-    return { kind: "blocked", text: `blocked inside ${callName(open)}`, detail: `waiting for ${wants} on rank ${peer}`,
+    const wants = `waiting for a matching ${open.op === "send" ? "recv" : "send"} on ${typeof peer === "number" ? "rank {peer}" : "any rank"}`;
+    return { kind: "blocked", text: t("blocked inside {call}", { call: callName(open) }), detail: t(wants, { peer }),
              site: where(open.begin?.site), missing: typeof peer === "number" ? [peer] : [], call: "p2p" };
   }
-  if (!rs.last) return { kind: "idle", text: state.run.status === "queued" ? "queued" : "starting" };
-  return { kind: "running", text: "running", detail: "computing until its next call", site: rs.site ? `${rs.site.path.split("/").pop()}:${rs.site.line}` : null };
+  if (!rs.last) return { kind: "idle", text: t(state.run.status === "queued" ? "queued" : "starting") };
+  return { kind: "running", text: t("running"), detail: t("computing until its next call"), site: rs.site ? `${rs.site.path.split("/").pop()}:${rs.site.line}` : null };
 }
 
 const ICON = { gate: "❚❚", blocked: "◔", inside: "⇄", running: "▶", finished: "■", error: "✗", idle: "·" };
@@ -67,19 +65,21 @@ function summary(rows) {
   const gates = rows.filter((r) => r.step.kind === "gate").map((r) => r.rank);
   const blocked = rows.filter((r) => r.step.kind === "blocked");
   const parts = [];
-  if (gates.length) parts.push(`${plural(gates)} ${gates.length === 1 ? "waits" : "wait"} at a gate`);
+  if (gates.length) parts.push(tPlural(gates.length, "{ranks} waits at a gate", "{ranks} wait at a gate", { ranks: rankList(gates) }));
   for (const b of blocked) {
     const missing = b.step.missing || [];
+    const vars = { rank: b.rank, what: b.step.text, ranks: rankList(missing), detail: b.step.detail };
     parts.push(b.step.call === "collective"
-      ? `rank ${b.rank} is ${b.step.text} until ${plural(missing)} ${missing.length === 1 ? "enters" : "enter"} — a collective is a rendezvous`
-      : `rank ${b.rank} is ${b.step.text}, ${b.step.detail}`);
+      ? tPlural(missing.length, "rank {rank} is {what} until {ranks} enters — a collective is a rendezvous",
+        "rank {rank} is {what} until {ranks} enter — a collective is a rendezvous", vars)
+      : t("rank {rank} is {what}, {detail}", vars));
   }
   if (!parts.length) {
     if (rows.every((r) => r.step.kind === "finished")) return "Every rank has finished.";
     if (rows.some((r) => r.step.kind === "running" || r.step.kind === "inside")) return "The ranks are running to their next call.";
     return "Waiting for the ranks to reach their first call.";
   }
-  return `${parts.join("; ")}.`;
+  return t("{parts}.", { parts: parts.join(t("; ")) });
 }
 
 /**
@@ -115,7 +115,7 @@ export function renderStepper(container, state, ctx) {
         h("button", { type: "button", "data-action": "pause", disabled: disabled || ctx.stepping, onclick: () => actions.pause() },
           "Pause ", key("p")))),
     h("p", { class: "stepper-summary", role: "status" }, summary(rows)),
-    ctx.behind ? h("p", { class: "stepper-behind" }, `These are the ranks now; the pictures below show seq ${ctx.behind.seq} of ${ctx.behind.total}. `,
+    ctx.behind ? h("p", { class: "stepper-behind" }, `${t("These are the ranks now; the pictures below show seq {seq} of {total}.", ctx.behind)} `,
       key("End"), " catches up.") : null,
     h("ol", { class: "stepper-ranks" }, rows.map(({ rank, step }) =>
       h("li", { class: ["stepper-rank", `is-${step.kind}`], "data-rank": rank, style: { "--rank": rankColour(rank) } },
@@ -127,11 +127,11 @@ export function renderStepper(container, state, ctx) {
           step.detail ? h("span", { class: "stepper-detail" }, step.detail) : null),
         !ctx.live ? null : h("button", { type: "button", class: "release", "data-action": `release-${rank}`,
                       disabled: disabled || step.kind !== "gate", onclick: () => actions.release(rank),
-                      "aria-label": `release rank ${rank}${rank < 10 ? ` (key ${rank})` : ""}` },
+                      "aria-label": t(rank < 10 ? "release rank {rank} (key {rank})" : "release rank {rank}", { rank }) },
           "release ", rank < 10 ? key(String(rank)) : `rank ${rank}`)))),
     !ctx.live ? null : h("p", { class: "stepper-keys" },
       key("0"), "–", key("9"), " release that rank · ", key("a"), " or ", key("Enter"), " release all · ",
       key("c"), " continue · ", key("p"), " pause · ", key("←"), key("→"), " step through what happened"),
-    ctx.notice ? h("p", { class: "stepper-notice", role: "alert" }, ctx.notice) : null);
+    ctx.notice ? h("p", { class: "stepper-notice", role: "alert" }, tServer(ctx.notice)) : null);
   if (focused) container.querySelector(`[data-action="${focused}"]`)?.focus();
 }
