@@ -4,6 +4,7 @@
  * and then shows the exact value.
  */
 
+import { t } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
 
 const fullTensors = new Map();   // "run/tid" → Promise of {shape, values}
@@ -33,13 +34,13 @@ export function bindHover(tooltip) {
     const where = `${map.name}[${r}, ${c}]`;
     const mine = ++token;
     if (!hit) {
-      show(`${where}: not received yet`);
+      show(t("{where}: not received yet", { where }));
     } else {
       const owner = hit.region.rank !== null && hit.region.rank !== undefined ? ` — rank ${hit.region.rank}` : "";
       if (hit.exact || hit.value === null) {
         show(`${where} = ${hit.value === null ? "–" : formatNumber(hit.value)}${owner}`);
       } else {
-        show(`${where} ≈ ${formatNumber(hit.value)} (block mean)${owner}`);
+        show(`${where} ≈ ${formatNumber(hit.value)} ${t("(block mean)")}${owner}`);
         const id = hit.region.tensor?.id;
         if (id && map.runId) {
           fetchFull(map.runId, id).then((full) => {

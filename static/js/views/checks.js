@@ -6,6 +6,7 @@
 
 import { changed, fill, h, remPx } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
+import { t } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
 import { cellValue, heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
 
@@ -31,10 +32,10 @@ function comparison(check, ctx) {
   return h("div", { class: "check-compare" },
     h("div", { class: "check-pair" },
       h("div", { class: "check-maps-row" },
-        panel(`rank ${check.rank} (wrong)`, mine, limit, check.rank),
-        panel("reference", ref, limit, null)),
+        panel(t("rank {rank} (wrong)", check), mine, limit, check.rank),
+        panel(t("reference"), ref, limit, null)),
       legend(limit)),
-    diff ? h("div", { class: "check-pair" }, panel("difference", diff, diff.stats.abs_max || 1, null), legend(diff.stats.abs_max || 1)) : null);
+    diff ? h("div", { class: "check-pair" }, panel(t("difference"), diff, diff.stats.abs_max || 1, null), legend(diff.stats.abs_max || 1)) : null);
 }
 
 export function renderChecks(container, state, { runId, worldSize }) {
@@ -62,7 +63,7 @@ export function renderChecks(container, state, { runId, worldSize }) {
       const groupFailed = [...g.rows.values()].some((e) => !e.passed);
       return h("section", { class: ["check-group", groupFailed ? "fail" : "pass"], "data-check": g.name },
         h("h3", {}, g.name),
-        h("p", { class: "check-detail" }, `Compares ${g.detail}.`),
+        h("p", { class: "check-detail" }, t("Compares {detail}.", g)),
         h("table", { class: "check-table" },
           h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "rank"), h("th", { scope: "col" }, "result"),
             h("th", { scope: "col" }, "max |error|"), h("th", { scope: "col" }, "tolerance"))),
@@ -75,7 +76,7 @@ export function renderChecks(container, state, { runId, worldSize }) {
             e.passed ? null : h("tr", { class: "check-maps" }, h("td", { colspan: 4 },
               // The first failing rank's numbers are open; the others one click away, to keep the list short.
               h("details", { open: rows.find((r) => !r.passed) === e },
-                h("summary", {}, `rank ${e.rank}'s numbers against the reference`), comparison(e, ctx)))),
+                h("summary", {}, t("rank {rank}'s numbers against the reference", e)), comparison(e, ctx)))),
           ]))));
     }));
 }

@@ -6,7 +6,8 @@
 
 import { changed, fill, h, remPx, s } from "paralab/dom.js";
 import { rankColour, SUM_COLOUR } from "paralab/palette.js";
-import { formatBytes, parseSite } from "paralab/replay.js";
+import { t } from "paralab/i18n.js";
+import { formatBytes, parseSite, rankList } from "paralab/replay.js";
 import { gridImage, sharedLimit } from "paralab/views/heatmap.js";
 import { layoutCollective, OP_STORY } from "paralab/views/collective-layout.js";
 
@@ -21,14 +22,14 @@ function phaseSentence(layout, c) {
   const { phase } = layout;
   if (phase.name === "waiting") {
     const missing = c.ranks.filter((r) => !c.begins.has(r));
-    return `Waiting: rank${phase.arrived.length === 1 ? "" : "s"} ${phase.arrived.join(", ") || "–"} arrived; ` +
-      `rank${missing.length === 1 ? "" : "s"} ${missing.join(", ")} not yet — a collective starts only when every member calls it.`;
+    return t("Waiting: {arrived} arrived; {missing} not yet — a collective starts only when every member calls it.",
+      { arrived: rankList(phase.arrived), missing: rankList(missing) });
   }
   if (phase.name === "moving") {
-    const done = phase.finished.length ? ` Finished: rank${phase.finished.length === 1 ? "" : "s"} ${phase.finished.join(", ")}.` : "";
-    return `Every rank arrived: ${OP_STORY[c.op] || "data moves between the ranks"}.${done}`;
+    const done = phase.finished.length ? ` ${t("Finished: {ranks}.", { ranks: rankList(phase.finished) })}` : "";
+    return t("Every rank arrived: {story}.", { story: t(OP_STORY[c.op] || "data moves between the ranks") }) + done;
   }
-  return `Done: ${OP_STORY[c.op] || "the collective completed"}.`;
+  return t("Done: {story}.", { story: t(OP_STORY[c.op] || "the collective completed") });
 }
 
 function block(b, limit, rem) {
@@ -80,7 +81,7 @@ export function drawCollective(layout, c, rem) {
   const svg = s("svg", {
     class: ["collective-svg", `op-${layout.op}`, `phase-${layout.phase.name}`],
     viewBox: `0 0 ${layout.width} ${layout.height}`, width: layout.width, height: layout.height,
-    role: "img", "aria-label": `${c.op} among ranks ${c.ranks.join(", ")}: ${layout.phase.name}`,
+    role: "img", "aria-label": t("{op} among ranks {ranks}: {phase}", { op: c.op, ranks: c.ranks.join(", "), phase: t(layout.phase.name) }),
     style: `font-size: ${0.8 * rem}px`,
   });
   for (const col of layout.columns) {
@@ -120,9 +121,9 @@ export function renderCollective(container, state) {
       h("span", { class: `op-badge op-${c.op}` }, c.op.replace(/_/g, "-")),
       h("span", { class: "collective-label" }, c.label || ""),
       h("span", { class: "collective-meta" },
-        `group ${c.group} #${c.cseq}`, bytes !== undefined ? ` · ${formatBytes(bytes)} per rank` : "",
+        t("group {group} #{cseq}", c), bytes !== undefined ? ` · ${t("{bytes} per rank", { bytes: formatBytes(bytes) })}` : "",
         site ? ` · ${site.path.split("/").pop()}:${site.line}` : "",
-        state.event?.kind === "collective" ? "" : " · (the last collective before this step)")),
+        state.event?.kind === "collective" ? "" : ` · ${t("(the last collective before this step)")}`)),
     h("p", { class: ["phase-line", `phase-${layout.phase.name}`], "aria-live": "polite" }, phaseSentence(layout, c)),
     h("div", { class: "collective-drawing" }, drawCollective(layout, c, rem)));
 }

@@ -10,6 +10,7 @@
 
 import { fill, h } from "paralab/dom.js";
 import { busFactor, formatRate, formatSeconds, predictSeconds } from "paralab/cost-model.js";
+import { t } from "paralab/i18n.js";
 import { collectiveKey, formatBytes } from "paralab/replay.js";
 
 export const EXPECTED_METRIC = "block_comm_bytes_expected";
@@ -38,8 +39,8 @@ export function renderComm(container, state) {
   const largest = Math.max(1, ...rows.map((r) => r.begin.bytes || 0), expected?.value || 0);
   const verdict = !expected ? null
     : total === expected.value ? { cls: "pass", text: "✓ measured = expected" }
-      : total < expected.value && !state.final ? { cls: "pending", text: `${formatBytes(expected.value - total)} still to come` }
-        : { cls: "fail", text: `✗ differs by ${formatBytes(Math.abs(total - expected.value))}` };
+      : total < expected.value && !state.final ? { cls: "pending", text: t("{bytes} still to come", { bytes: formatBytes(expected.value - total) }) }
+        : { cls: "fail", text: t("✗ differs by {bytes}", { bytes: formatBytes(Math.abs(total - expected.value)) }) };
   const th = (text, cls, title) => h("th", { scope: "col", class: cls, title }, text);
   const alpha = state.metrics.get("alpha")?.value;
   const beta = state.metrics.get("beta")?.value;

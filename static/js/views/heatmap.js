@@ -6,6 +6,7 @@
  */
 
 import { h } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { heatColour, rankColour } from "paralab/palette.js";
 
 /** A preview value as a number: previews write NaN and infinities as "nan", "inf", "-inf". */
@@ -52,7 +53,7 @@ export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline =
   const canvas = h("canvas", {
     class: "heatmap", width: Math.round(width * dpr), height: Math.round(height * dpr),
     style: { width: `${width}px`, height: `${height}px` }, role: "img",
-    "aria-label": `${label}: heatmap of a ${rows}×${cols} matrix; hover for values`,
+    "aria-label": t("{name}: heatmap of a {rows}×{cols} matrix; hover for values", { name: label, rows, cols }),
   });
   const g = canvas.getContext("2d");
   g.scale(dpr, dpr);
@@ -152,6 +153,6 @@ export function gridImage(tensor, limit) {
 /** The colour key: −limit … 0 … +limit. */
 export function legend(limit) {
   const fmt = (x) => (Math.abs(x) >= 100 || Math.abs(x) < 0.01 ? x.toExponential(1) : x.toFixed(2));
-  return h("div", { class: "legend", "aria-label": `colour scale from ${fmt(-limit)} to ${fmt(limit)}` },
+  return h("div", { class: "legend", "aria-label": t("colour scale from {min} to {max}", { min: fmt(-limit), max: fmt(limit) }) },
     h("span", {}, fmt(-limit)), h("span", { class: "legend-bar" }), h("span", {}, fmt(limit)));
 }

@@ -9,8 +9,9 @@
  */
 
 import { changed, fill, h, remPx } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
-import { formatNumber } from "paralab/replay.js";
+import { formatNumber, rankList } from "paralab/replay.js";
 import { OP_STORY } from "paralab/views/collective-layout.js";
 import { cellValue } from "paralab/views/heatmap.js";
 
@@ -141,7 +142,8 @@ export function renderOrigins(container, state, { runId, worldSize }) {
       return h("span", {
         class: ["cell", "source-cell", splits && i % chunk === 0 && "chunk-start"], "data-rank": r, "data-index": i,
         style: { background: tint(r, 22), "--dest": dest !== null ? rankColour(dest) : null },
-        title: `rank ${r}, element ${i} = ${show(v)}${dest !== null ? ` — goes to rank ${dest}` : ""}`,
+        title: t("rank {rank}, element {index} = {value}", { rank: r, index: i, value: show(v) })
+          + (dest !== null ? ` — ${t("goes to rank {dest}", { dest })}` : ""),
       }, show(v), splits && i % chunk === 0 ? h("span", { class: "dest-tag", style: { color: rankColour(dest) } }, `→ r${dest}`) : null);
     }));
   };
@@ -156,7 +158,7 @@ export function renderOrigins(container, state, { runId, worldSize }) {
       const from = origins[k];
       let sources = exact && op ? sourcesOf(op, r, k, world, nb, call?.root ?? 0) : null;
       if (sources && !sameRanks([...new Set(sources.map((s) => s.rank))].sort((a, b) => a - b), from)) sources = null;
-      const whence = from.length ? `rank${from.length > 1 ? "s" : ""} ${from.join(", ")}` : "?";
+      const whence = from.length ? rankList(from) : "?";
       // A downsampled tensor's cell is a block mean, not a number of the tensor: name its origin instead.
       const block = entry.tensor?.exact === false;
       const text = !block ? show(v) : from.length === 1 ? `r${from[0]}` : "Σ";
@@ -164,7 +166,8 @@ export function renderOrigins(container, state, { runId, worldSize }) {
         class: ["cell", "origin-cell", from.length > 1 && "mixed", block && "block"], tabindex: "0", "data-rank": r, "data-index": k,
         "data-origin": from.join(" "), "data-sources": sources ? sources.map((s) => `${s.rank}:${s.index}`).join(" ") : "",
         style: { background: originBackground(from) },
-        title: block ? `rank ${r}, block ${k} (mean ${show(v)}) — from ${whence}` : `rank ${r}, element ${k} = ${show(v)} — from ${whence}`,
+        title: t(block ? "rank {rank}, block {index} (mean {value}) — from {whence}" : "rank {rank}, element {index} = {value} — from {whence}",
+          { rank: r, index: k, value: show(v), whence }),
       }, h("span", { class: "cell-value" }, text));
     }));
   };
@@ -183,13 +186,14 @@ export function renderOrigins(container, state, { runId, worldSize }) {
           chip(r), beforeRow(r), h("span", { class: "origin-arrow", "aria-hidden": "true" }, after.has(r) ? "→" : "⋯"), afterRow(r))));
 
   const blocks = [...after.values()].some((e) => e.tensor?.exact === false);
-  const story = (op && OP_STORY[op] ? `${op.replace(/_/g, "-")}: ${OP_STORY[op]}.` : "")
-    + (blocks ? " Long tensors are drawn block by block: each cell names the rank(s) its block came from." : "");
-  const trace = h("p", { class: "origin-trace", "aria-live": "polite" }, story || "Hover a number on the right to see where it came from.");
+  const story = [op && OP_STORY[op] ? t("{op}: {story}.", { op: op.replace(/_/g, "-"), story: t(OP_STORY[op]) }) : "",
+    blocks ? t("Long tensors are drawn block by block: each cell names the rank(s) its block came from.") : ""].filter(Boolean).join(" ");
+  const untraced = story || t("Hover a number on the right to see where it came from.");
+  const trace = h("p", { class: "origin-trace", "aria-live": "polite" }, untraced);
   fill(container,
     h("div", { class: "origin-wrap", style: { "--cell": `${cell.toFixed(1)}px`, "--cell-font": `${Math.min(0.95 * rem, cell * 0.36).toFixed(1)}px` } }, grid),
     h("div", { class: "origin-legend" },
-      ranks.map((r) => h("span", { class: "legend-item" }, h("span", { class: "swatch", style: { background: tint(r) } }), `from rank ${r}`)),
+      ranks.map((r) => h("span", { class: "legend-item" }, h("span", { class: "swatch", style: { background: tint(r) } }), t("from rank {rank}", { rank: r }))),
       world > 1 ? h("span", { class: "legend-item" }, h("span", { class: "swatch", style: { background: originBackground(ranks.slice(0, Math.min(world, 4))) } }),
         "stripes: combined from several ranks") : null),
     trace);
@@ -197,7 +201,7 @@ export function renderOrigins(container, state, { runId, worldSize }) {
   const traced = () => container.querySelectorAll(".cell.traced");
   const clear = () => {
     for (const c of traced()) c.classList.remove("traced");
-    trace.textContent = story || "Hover a number on the right to see where it came from.";
+    trace.textContent = untraced;
   };
   const light = (target) => {
     const cellEl = target instanceof Element ? target.closest(".origin-cell") : null;
@@ -209,7 +213,9 @@ export function renderOrigins(container, state, { runId, worldSize }) {
     const value = cellEl.textContent;
     const sources = (cellEl.dataset.sources || "").split(" ").filter(Boolean).map((s) => s.split(":").map(Number));
     if (!sources.length) {
-      trace.textContent = `rank ${r}, ${cellEl.classList.contains("block") ? "block" : "element"} ${k}${cellEl.classList.contains("block") ? "" : ` = ${value}`}: from rank${cellEl.dataset.origin.includes(" ") ? "s" : ""} ${cellEl.dataset.origin.replace(/ /g, ", ")}.`;
+      const from = rankList(cellEl.dataset.origin.split(" "));
+      trace.textContent = cellEl.classList.contains("block") ? t("rank {rank}, block {index}: from {from}.", { rank: r, index: k, from })
+        : t("rank {rank}, element {index} = {value}: from {from}.", { rank: r, index: k, value, from });
       return;
     }
     const parts = [];
@@ -224,9 +230,9 @@ export function renderOrigins(container, state, { runId, worldSize }) {
       : reduceOp === "max" ? `max(${values.join(", ")})`
         : reduceOp === "avg" ? `(${values.join(" + ")}) / ${values.length}` : values.join(" + ");
     const whence = parts.length > 1
-      ? `element ${[...new Set(parts.map((p) => p.index))].join("/")} of ranks ${parts.map((p) => p.rank).join(", ")}, combined`
-      : `element ${parts[0].index} of rank ${parts[0].rank}`;
-    trace.textContent = `rank ${r}, element ${k} = ${value}  ←  ${how}   (${whence})`;
+      ? t("element {index} of ranks {ranks}, combined", { index: [...new Set(parts.map((p) => p.index))].join("/"), ranks: parts.map((p) => p.rank).join(", ") })
+      : t("element {index} of rank {rank}", parts[0]);
+    trace.textContent = `${t("rank {rank}, element {index} = {value}", { rank: r, index: k, value })}  ←  ${how}   (${whence})`;
   };
   if (!container.dataset.bound) {
     container.dataset.bound = "1";

@@ -13,6 +13,7 @@
  */
 
 import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
 import { cellValue } from "paralab/views/heatmap.js";
@@ -141,9 +142,9 @@ export function renderRing(container, state, { runId, worldSize }) {
   const chunkCx = (c) => cellX(c * per) + (per * cell) / 2;
 
   const svg = s("svg", { class: "ring-svg", viewBox: `0 0 ${svgW} ${height}`, width: svgW, height, role: "img",
-    "aria-label": `${step.key}: ${arrows.length} transfers between ${world} ranks`, style: `font-size: ${0.8 * rem}px` });
+    "aria-label": t("{step}: {n} transfers between {world} ranks", { step: step.key, n: arrows.length, world }), style: `font-size: ${0.8 * rem}px` });
   if (chunks > 1) {
-    for (let c = 0; c < chunks; c++) svg.append(s("text", { x: chunkCx(c), y: 0.9 * rem, "text-anchor": "middle", class: "chunk-label" }, `chunk ${c}`));
+    for (let c = 0; c < chunks; c++) svg.append(s("text", { x: chunkCx(c), y: 0.9 * rem, "text-anchor": "middle", class: "chunk-label" }, t("chunk {n}", { n: c })));
   }
   const marks = new Map();   // "rank:chunk" → "out" | "in" | "in-done"
   for (const a of arrows) {
@@ -175,7 +176,7 @@ export function renderRing(container, state, { runId, worldSize }) {
       svg.append(s("rect", { x: cellX(c * per) - 2, y: y - 2, width: per * cell + 2, height: rowH + 4, rx: 4, fill: "none", stroke: colour,
                              "stroke-width": 3, "stroke-dasharray": mark === "in" ? "5 4" : null, class: ["chunk-mark", mark] }));
     }
-    const tag = buffers[r]?.name ? buffers[r].name.replace(/^.* after /, "after ") : "";
+    const tag = bufferTag(buffers[r]?.name);
     if (tag) svg.append(s("text", { x: labelW, y: y + rowH + 0.75 * rem, class: "buffer-tag" }, tag));
   }
   const tagged = arrows.some((a) => (a.send?.tag || a.recv?.tag || 0) !== 0);
@@ -210,7 +211,7 @@ export function renderRing(container, state, { runId, worldSize }) {
     } else if (a.status === "waiting") {
       const mid = midpoint(d);
       svg.append(s("text", { x: mid[0] + 1.6 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label waiting" },
-        `rank ${a.to}'s recv waits${tagged ? ` (tag ${a.recv.tag})` : ""}`));
+        t(tagged ? "rank {rank}'s recv waits (tag {tag})" : "rank {rank}'s recv waits", { rank: a.to, tag: a.recv.tag })));
     }
   });
   const defs = s("defs", {});
@@ -230,10 +231,10 @@ export function renderRing(container, state, { runId, worldSize }) {
       h("strong", {}, step.key), algorithmStep(step, world),
       detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
     h("div", { class: "ring-drawing" }, svg),
-    h("p", { class: "ring-status" }, `${delivered} of ${sends.length} sends delivered in this step`,
-      waitingRecvs.length ? ` · ${waitingRecvs.length} recv${waitingRecvs.length > 1 ? "s" : ""} waiting for a send` : "",
-      atGates.length ? ` · ${atGates.length} send${atGates.length > 1 ? "s" : ""} held at a gate (dotted)` : "",
-      " · dashed outline: the chunk being received, solid: the chunk sent"),
+    h("p", { class: "ring-status" }, t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
+      waitingRecvs.length ? ` · ${tPlural(waitingRecvs.length, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",
+      atGates.length ? ` · ${tPlural(atGates.length, "{n} send held at a gate (dotted)", "{n} sends held at a gate (dotted)")}` : "",
+      ` · ${t("dashed outline: the chunk being received, solid: the chunk sent")}`),
     ringSteps || doubling ? h("table", { class: "steps-table" },
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "algorithm"), h("th", { scope: "col", class: "num" }, "steps"),
         h("th", { scope: "col" }, "formula"), h("th", { scope: "col", class: "num" }, "elements each rank sends"))),
@@ -251,10 +252,16 @@ function algorithmStep(step, p) {
   if (!step.n) return "";
   if (step.stem === "reduce-scatter" || step.stem === "all-gather") {
     const k = step.stem === "reduce-scatter" ? step.n : p - 1 + step.n;
-    return ` — ring step ${k} of 2(p−1) = ${2 * (p - 1)}`;
+    return ` ${t("— ring step {k} of 2(p−1) = {total}", { k, total: 2 * (p - 1) })}`;
   }
-  if (step.stem === "doubling" && (p & (p - 1)) === 0) return ` — step ${step.n} of log₂p = ${Math.log2(p)}`;
+  if (step.stem === "doubling" && (p & (p - 1)) === 0) return ` ${t("— step {k} of log₂p = {total}", { k: step.n, total: Math.log2(p) })}`;
   return "";
+}
+
+/** "after reduce-scatter step 2" under a rank's buffer, from its tensor's name ("buffer after …"). */
+function bufferTag(name) {
+  const step = name ? / after (.+)$/.exec(name) : null;
+  return step ? t("after {step}", { step: step[1] }) : name || "";
 }
 
 function arrowHead(id, colour) {

@@ -5,6 +5,7 @@
  */
 
 import { changed, fill, h } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { highlightPython } from "paralab/views/python.js";
 
@@ -29,7 +30,7 @@ export function renderSource(container, state, { sources, onPick }) {
   if (changed(container, sources.map((f) => f.path).join("|"))) {
     tabs = h("div", { class: "source-tabs", role: "tablist", "aria-label": "source files" });
     where = h("p", { class: "source-where", "aria-live": "polite" });
-    code = h("div", { class: "source-code", tabindex: "0", "aria-label": "lesson source" });
+    code = h("div", { class: "source-code", tabindex: "0", "aria-label": t("lesson source") });
     fill(container, h("div", { class: "source-head" }, h("h2", { id: "h-source" }, "Source"), tabs), where, code);
   }
   fill(tabs, sources.map((f) => h("button", {
@@ -65,15 +66,15 @@ export function renderSource(container, state, { sources, onPick }) {
     line.querySelector(".gutter").append(h("span", {
       class: ["rank-dot", atGate && "at-gate", inside && "blocked"],
       style: { background: rankColour(rs.rank), color: rankColour(rs.rank) },
-      title: atGate ? `rank ${rs.rank} waits at the gate before this line's call`
-        : inside ? `rank ${rs.rank} is inside this line's call` : `rank ${rs.rank} was last here`,
+      title: t(atGate ? "rank {rank} waits at the gate before this line's call"
+        : inside ? "rank {rank} is inside this line's call" : "rank {rank} was last here", rs),
     }));
   }
   if (site) {
     const line = code.querySelector(`.line[data-line="${site.line}"]`);
     fill(where, h("span", { class: "rank-dot", style: { background: rankColour(site.rank) }, "aria-hidden": "true" }),
       `${shortName(path)}:${site.line}`, site.rank !== null && site.rank !== undefined ? ` — rank ${site.rank}` : "",
-      state.event && state.event.seq !== site.seq ? " (its last call)" : "");
+      state.event && state.event.seq !== site.seq ? ` ${t("(its last call)")}` : "");
     if (line) {
       line.classList.add("current");
       line.setAttribute("aria-current", "true");

@@ -5,6 +5,7 @@
  */
 
 import { changed, fill, h, remPx } from "paralab/dom.js";
+import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
 
@@ -18,9 +19,9 @@ function shardWhere(shard, fullShape) {
   const [r0, c0] = shard.offset.length >= 2 ? shard.offset.slice(-2) : [0, shard.offset[0] || 0];
   const [fr, fc] = matrixShape(fullShape);
   const parts = [];
-  if (rows !== fr) parts.push(`rows ${range(r0, r0 + rows)}`);
-  if (cols !== fc) parts.push(`columns ${range(c0, c0 + cols)}`);
-  return parts.join(", ") || "all of it";
+  if (rows !== fr) parts.push(t("rows {range}", { range: range(r0, r0 + rows) }));
+  if (cols !== fc) parts.push(t("columns {range}", { range: range(c0, c0 + cols) }));
+  return parts.join(", ") || t("all of it");
 }
 
 /** Shards at the same place are copies of one block (e.g. GQA's KV heads on more ranks than heads). */
@@ -50,15 +51,16 @@ function placedCard(placed, ctx, fresh) {
   const listed = shards.filter((s) => !copiesOf.has(s.rank) || copiesOf.get(s.rank).ranks[0] === s.rank);
   const cssW = parseFloat(canvas.style.width);
   const cssH = parseFloat(canvas.style.height);
-  const badges = replicated.map((b) => h("span", { class: "copies-badge", "data-ranks": b.ranks.join(","), title: `ranks ${b.ranks.join(", ")} each hold this block`,
+  const badges = replicated.map((b) => h("span", { class: "copies-badge", "data-ranks": b.ranks.join(","), title: t("ranks {ranks} each hold this block", { ranks: b.ranks.join(", ") }),
     style: { left: `${((b.c0 + b.cols / 2) / cols) * cssW}px`, top: `${((b.r0 + b.rows / 2) / rows) * cssH}px` } },
-    (b.cols / cols) * cssW < 6 * remPx() ? `×${b.ranks.length}` : `×${b.ranks.length} copies`));
+    (b.cols / cols) * cssW < 6 * remPx() ? `×${b.ranks.length}` : t("×{n} copies", { n: b.ranks.length })));
   return h("figure", { class: ["tensor-card", "placed", fresh && "fresh", replicated.length && "replicated"], "data-tensor": placed.name },
     h("figcaption", {},
       h("strong", {}, placed.name), ` [${placed.fullShape.join("×")}] — `,
       `${shards.length} of ${ctx.worldSize || shards.length} shards in place`,
       replicated.length ? h("span", { class: "replicated-note" },
-        ` · ${replicated.length} block${replicated.length > 1 ? "s" : ""} replicated ×${Math.max(...replicated.map((b) => b.ranks.length))}`) : null),
+        ` · ${tPlural(replicated.length, "{n} block replicated ×{copies}", "{n} blocks replicated ×{copies}",
+          { copies: Math.max(...replicated.map((b) => b.ranks.length)) })}`) : null),
     h("div", { class: ["canvas-wrap", badges.length && "has-badges"] }, canvas, badges),
     h("ul", { class: "shard-list" }, listed.map((s) => {
       const block = copiesOf.get(s.rank);
@@ -67,7 +69,7 @@ function placedCard(placed, ctx, fresh) {
       }
       return h("li", { class: "replicated", style: { "--rank": rankColour(s.rank) } },
         block.ranks.map((r) => h("span", { class: "swatch", style: { "--rank": rankColour(r) }, "aria-hidden": "true" })),
-        `ranks ${block.ranks.join(", ")}: ${where(s)} — the same block, ×${block.ranks.length} copies`);
+        t("ranks {ranks}: {where} — the same block, ×{n} copies", { ranks: block.ranks.join(", "), where: where(s), n: block.ranks.length }));
     })),
     legend(limit));
 }
@@ -77,7 +79,7 @@ function looseRow(name, byRank, ctx, freshRank) {
   const limit = sharedLimit(entries.map((e) => e.tensor));
   const small = { ...ctx.box, maxW: ctx.box.maxW / Math.max(2, Math.min(entries.length, 4)) * 1.4 };
   return h("figure", { class: ["tensor-card", "loose", freshRank !== null && "fresh"], "data-tensor": name },
-    h("figcaption", {}, h("strong", {}, name), ` [${entries[0].tensor.shape.join("×")}] on each rank`),
+    h("figcaption", {}, h("strong", {}, name), ` ${t("[{shape}] on each rank", { shape: entries[0].tensor.shape.join("×") })}`),
     h("div", { class: "rank-tensors" }, entries.map((e) =>
       h("div", { class: ["rank-tensor", e.rank === freshRank && "fresh"], style: { "--rank": rankColour(e.rank) } },
         h("span", { class: "rank-label" }, `rank ${e.rank}`),
