@@ -3,6 +3,8 @@
  * the speed, and the counter "seq N / total". It sends actions to the store and shows where it stands.
  */
 
+import { t } from "paralab/i18n.js";
+
 export function bindScrubber(root, store) {
   const $ = (name) => root.querySelector(`[data-action="${name}"]`);
   const range = root.querySelector('input[type="range"]');
@@ -27,7 +29,7 @@ export function bindScrubber(root, store) {
     range.min = "1";
     range.value = String(Math.max(seq, 1));
     range.disabled = total === 0;
-    range.setAttribute("aria-valuetext", `event ${seq} of ${total}`);
+    range.setAttribute("aria-valuetext", t("event {seq} of {total}", { seq, total }));
     counter.textContent = `seq ${seq} / ${total}`;
     play.textContent = playing ? "❚❚ Pause" : "▶ Play";
     play.setAttribute("aria-pressed", String(playing));

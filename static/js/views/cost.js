@@ -7,6 +7,7 @@
 
 import { changed, fill, h, remPx, s } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize, modelFormula } from "paralab/cost-model.js";
+import { t } from "paralab/i18n.js";
 
 const MEASURED = "#0f172a";
 const PREDICTED = "#ea580c";
@@ -32,7 +33,7 @@ export function sweepChart(points, { width, rem }) {
   const Y = (y) => height - pad.b - ((Math.log(y) - Math.log(y0)) / (Math.log(y1) - Math.log(y0))) * (height - pad.t - pad.b);
   const line = (key) => points.filter((p) => p[key] > 0).map((p, i) => `${i ? "L" : "M"}${X(p.bytes).toFixed(1)},${Y(p[key]).toFixed(1)}`).join(" ");
   const svg = s("svg", { class: "sweep-chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
-    "aria-label": `measured and predicted time of ${points.length} message sizes, log-log`, style: `font-size: ${0.75 * rem}px` });
+    "aria-label": t("measured and predicted time of {n} message sizes, log-log", { n: points.length }), style: `font-size: ${0.75 * rem}px` });
   for (const y of yt) {
     svg.append(s("line", { x1: pad.l, x2: width - pad.r, y1: Y(y), y2: Y(y), class: "grid" }),
       s("text", { x: pad.l - 0.4 * rem, y: Y(y), "text-anchor": "end", "dominant-baseline": "central", class: "tick" }, formatSeconds(y)));
@@ -52,11 +53,17 @@ export function sweepChart(points, { width, rem }) {
   for (const p of points) {
     if (p.predicted > 0) svg.append(s("rect", { x: X(p.bytes) - 0.22 * rem, y: Y(p.predicted) - 0.22 * rem, width: 0.44 * rem, height: 0.44 * rem,
                                                fill: "white", stroke: PREDICTED, "stroke-width": 2, class: "point predicted" },
-      s("title", {}, `${formatSize(p.bytes)}: predicted ${formatSeconds(p.predicted)}`)));
+      s("title", {}, t("{size}: predicted {time}", { size: formatSize(p.bytes), time: formatSeconds(p.predicted) }))));
     if (p.value > 0) svg.append(s("circle", { cx: X(p.bytes), cy: Y(p.value), r: 0.26 * rem, fill: MEASURED, class: "point measured" },
-      s("title", {}, `${formatSize(p.bytes)}: measured ${formatSeconds(p.value)}`)));
+      s("title", {}, t("{size}: measured {time}", { size: formatSize(p.bytes), time: formatSeconds(p.value) }))));
   }
   return svg;
+}
+
+/** "ring all-reduce" in the interface's language: the algorithm's word translated, the op's name kept. */
+function modelName(name) {
+  const m = /^(ring|tree) (.+)$/.exec(name);
+  return m ? t(`${m[1]} {op}`, { op: m[2] }) : name;
 }
 
 export function renderCost(container, state, { runId, worldSize }) {
@@ -78,7 +85,7 @@ export function renderCost(container, state, { runId, worldSize }) {
   const sorted = [...points].sort((a, b) => a.bytes - b.bytes);
   fill(container,
     h("div", { class: "cost-model" },
-      h("p", { class: "cost-formula" }, h("span", { class: "label" }, `α–β model of ${model.name} on p = ${p}: `),
+      h("p", { class: "cost-formula" }, h("span", { class: "label" }, `${t("α–β model of {name} on p = {p}:", { name: modelName(model.name), p })} `),
         h("code", {}, `T(m) = ${model.general}`), " = ", h("code", {}, model.here)),
       alpha || beta
         ? h("p", { class: "cost-fit" },
@@ -95,8 +102,8 @@ export function renderCost(container, state, { runId, worldSize }) {
           h("span", { class: "key measured" }, h("span", { class: "swatch", style: { background: MEASURED } }), "measured (median of 5)"),
           h("span", { class: "key predicted" }, h("span", { class: "swatch dashed", style: { borderColor: PREDICTED } }), "α–β prediction"))),
       h("table", { class: "sweep-table" },
-        h("thead", {}, h("tr", {}, ["size m", "measured", "predicted", "ratio", "algbw", "busbw"].map((t, i) =>
-          h("th", { scope: "col", class: i ? "num" : null }, t)))),
+        h("thead", {}, h("tr", {}, ["size m", "measured", "predicted", "ratio", "algbw", "busbw"].map((label, i) =>
+          h("th", { scope: "col", class: i ? "num" : null }, label)))),
         h("tbody", {}, sorted.map((pt) => h("tr", { class: state.event?.seq === pt.seq ? "current" : null },
           h("td", {}, formatSize(pt.bytes)),
           h("td", { class: "num" }, formatSeconds(pt.value)),

@@ -6,6 +6,7 @@
  */
 
 import { changed, fill, h } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { formatBytes, formatNumber } from "paralab/replay.js";
 
 const PARTS = [
@@ -34,10 +35,11 @@ function latest(state, metric, rank) {
 function bar(part, measured, expected, full, scale) {
   const pct = (x) => `${Math.max(0, Math.min(100, (100 * x) / scale))}%`;
   return h("div", { class: "memory-bar", "data-part": part.letter, role: "img",
-                    "aria-label": `${part.name}: measured ${formatBytes(measured)}, formula ${formatBytes(expected)}${full ? `, plain data parallel ${formatBytes(full)}` : ""}` },
-    full ? h("span", { class: "memory-full", style: { width: pct(full) }, title: `plain data parallel: ${formatBytes(full)}` }) : null,
+                    "aria-label": t(full ? "{part}: measured {measured}, formula {expected}, plain data parallel {full}" : "{part}: measured {measured}, formula {expected}",
+                      { part: t(part.name), measured: formatBytes(measured), expected: formatBytes(expected), full: formatBytes(full) }) },
+    full ? h("span", { class: "memory-full", style: { width: pct(full) }, title: t("plain data parallel: {bytes}", { bytes: formatBytes(full) }) }) : null,
     h("span", { class: "memory-measured", style: { width: pct(measured), background: part.colour } }),
-    h("span", { class: "memory-expected", style: { left: pct(expected) }, title: `formula: ${formatBytes(expected)}` }));
+    h("span", { class: "memory-expected", style: { left: pct(expected) }, title: t("formula: {bytes}", { bytes: formatBytes(expected) }) }));
 }
 
 export function renderMemory(container, state, { runId, params }) {
@@ -47,7 +49,7 @@ export function renderMemory(container, state, { runId, params }) {
   const stage = params?.stage;
   if (!ranks.length) {
     fill(container, h("p", { class: "empty" },
-      `ZeRO stage ${stage ?? "?"}: each rank reports the bytes it holds after its last optimizer step — the bars fill in at the end of the run.`));
+      t("ZeRO stage {stage}: each rank reports the bytes it holds after its last optimizer step — the bars fill in at the end of the run.", { stage: stage ?? "?" })));
     return true;
   }
   const first = PARTS.map((p) => latest(state, p.metric, ranks[0]));
@@ -58,8 +60,8 @@ export function renderMemory(container, state, { runId, params }) {
   const plain = PARTS.reduce((a, p) => a + (fullOf(p) || 0), 0);
   const head = h("p", { class: "memory-head" },
     h("strong", {}, `ZeRO stage ${stage ?? "?"}`),
-    f.psi ? ` · Ψ = ${f.psi.toLocaleString("en-US")} parameters` : "", f.n ? ` · N = ${f.n} ranks` : "",
-    f.bytes.P ? ` · bytes per element: P = ${f.bytes.P}, G = ${f.bytes.G}, K = ${f.bytes.K} (float32; Adam keeps two moments)` : "");
+    f.psi ? ` · ${t("Ψ = {psi} parameters", { psi: f.psi.toLocaleString("en-US") })}` : "", f.n ? ` · ${t("N = {n} ranks", f)}` : "",
+    f.bytes.P ? ` · ${t("bytes per element: P = {P}, G = {G}, K = {K} (float32; Adam keeps two moments)", f.bytes)}` : "");
   const table = h("table", { class: "memory-table" },
     h("thead", {}, h("tr", {}, h("th", {}, ""),
       PARTS.map((p, i) => h("th", { scope: "col" }, h("span", { class: "swatch", style: { background: p.colour } }), p.name, " ",
@@ -78,11 +80,11 @@ export function renderMemory(container, state, { runId, params }) {
           bar(p, e.value, e.expected ?? e.value, fullOf(p), scale),
           h("div", { class: "memory-numbers" }, h("strong", {}, formatBytes(e.value)),
             e.expected !== undefined ? h("span", { class: "verdict", title: ok ? "measured = the formula" : "measured differs from the formula" },
-              ok ? " ✓" : ` ✗ formula ${formatBytes(e.expected)}`) : null));
+              ok ? " ✓" : ` ✗ ${t("formula {bytes}", { bytes: formatBytes(e.expected) })}`) : null));
       });
       return h("tr", { "data-rank": r }, h("th", { scope: "row", class: "memory-rank" }, `rank ${r}`), cells,
         h("td", { class: "num memory-total" }, h("strong", {}, formatBytes(total)),
-          plain ? h("div", { class: "memory-saving" }, `${(plain / Math.max(total, 1)).toFixed(1)}× less than plain DP (${formatBytes(plain)})`) : null));
+          plain ? h("div", { class: "memory-saving" }, t("{ratio}× less than plain DP ({bytes})", { ratio: (plain / Math.max(total, 1)).toFixed(1), bytes: formatBytes(plain) })) : null));
     })));
   fill(container, head, table,
     h("div", { class: "memory-legend" },
@@ -104,9 +106,9 @@ function commRow(state, rank, f, stage) {
     : "reduce-scatter the gradients (Ψ), then all-gather the updated pieces (Ψ)";
   return h("div", { class: ["memory-comm", ok ? "pass" : "fail"] },
     h("p", {}, h("span", { class: "label" }, "communicated per step: "),
-      h("strong", { class: "comm-elements" }, `${formatNumber(e.value)} elements`),
+      h("strong", { class: "comm-elements" }, t("{n} elements", { n: formatNumber(e.value) })),
       multiple ? ` = ${Number(multiple.toFixed(2))}Ψ` : "", " — expected ",
       h("code", {}, stage === 3 ? "3Ψ" : "2Ψ"), ` = ${formatNumber(e.expected)} `,
       h("span", { class: "verdict" }, ok ? "✓" : "✗")),
-    h("p", { class: "memory-how" }, how, ". Stages 1 and 2 move what plain DP's all-reduce moves (2Ψ); stage 3 pays one Ψ more to keep only 1/N of the weights."));
+    h("p", { class: "memory-how" }, t("{how}. Stages 1 and 2 move what plain DP's all-reduce moves (2Ψ); stage 3 pays one Ψ more to keep only 1/N of the weights.", { how: t(how) })));
 }

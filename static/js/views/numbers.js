@@ -4,6 +4,7 @@
  */
 
 import { changed, fill, h } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
 import { PIPELINE_METRICS } from "paralab/views/pipeline.js";
 import { MEMORY_METRICS } from "paralab/views/memory.js";
@@ -21,7 +22,7 @@ const MEANING = {
 /** The lesson's formula with this run's numbers, where the page can work it out: {text, value}. */
 const WORKED = {
   kv_cache_copies: ({ worldSize, params }) => (params?.kv_heads
-    ? { text: `t = ${worldSize}, n_kv = ${params.kv_heads}: ${params.kv_heads < worldSize ? `${worldSize} / ${params.kv_heads} = ${Math.floor(worldSize / params.kv_heads)}` : "n_kv ≥ t, so 1"}`,
+    ? { text: `t = ${worldSize}, n_kv = ${params.kv_heads}: ${params.kv_heads < worldSize ? `${worldSize} / ${params.kv_heads} = ${Math.floor(worldSize / params.kv_heads)}` : t("n_kv ≥ t, so 1")}`,
         value: Math.max(1, Math.floor(worldSize / params.kv_heads)) }
     : null),
 };
@@ -43,9 +44,9 @@ export function renderNumbers(container, state, { runId, worldSize, params }) {
       h("div", { class: "number-name" }, title(e.name)),
       h("div", { class: "number-value" }, h("strong", {}, formatNumber(e.value)), e.unit ? ` ${e.unit}` : ""),
       e.formula ? h("div", { class: "number-formula" }, h("span", { class: "label" }, "formula: "), h("code", {}, e.formula)) : null,
-      worked ? h("div", { class: "number-worked" }, `here ${worked.text}`) : null,
+      worked ? h("div", { class: "number-worked" }, t("here {worked}", { worked: worked.text })) : null,
       expected !== undefined
-        ? h("div", { class: "number-expected" }, `expected ${formatNumber(expected)} — ${verdict === "pass" ? "✓ as predicted" : "✗ differs"}`) : null,
+        ? h("div", { class: "number-expected" }, t(verdict === "pass" ? "expected {value} — ✓ as predicted" : "expected {value} — ✗ differs", { value: formatNumber(expected) })) : null,
       MEANING[e.name] ? h("p", { class: "number-meaning" }, MEANING[e.name]) : null);
   })));
   return true;

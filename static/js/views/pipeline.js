@@ -7,6 +7,7 @@
  */
 
 import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { t, tPlural } from "paralab/i18n.js";
 import { formatBytes } from "paralab/replay.js";
 import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
 import { p2pArrows, p2pBlock, spanExtent } from "paralab/views/timeline.js";
@@ -71,7 +72,7 @@ function chunkOf(placement, rank, stage) {
 function stagesText(placement, rank) {
   const mine = placement?.[rank];
   if (!mine) return null;
-  return mine.length === 1 ? `stage ${mine[0]}` : `stages ${mine.join(", ")}`;
+  return tPlural(mine.length, "stage {stages}", "stages {stages}", { stages: mine.join(", ") });
 }
 
 function slowRanks(placement, slowStage, p) {
@@ -100,7 +101,8 @@ function ganttRows(state, { placement, slow, extent }) {
         busy += t1 - sp.t0;
         compute.push({ t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
                        data: { "data-kind": sp.name, "data-mb": mb, "data-stage": stage },
-                       title: `rank ${rs.rank} · stage ${stage} · ${sp.name} of microbatch ${mb}${sp.t1 === null ? " (running)" : ` · ${formatMs(sp.t1 - sp.t0)}`}` });
+                       title: t("rank {rank} · stage {stage} · {name} of microbatch {mb}", { rank: rs.rank, stage, name: sp.name, mb })
+                         + (sp.t1 === null ? ` ${t("(running)")}` : ` · ${formatMs(sp.t1 - sp.t0)}`) });
       } else if (sp.kind === "p2p") {
         comm.push(p2pBlock(sp, state, current ? { cls: [sp.op, "current"] } : {}));
       } else {
@@ -110,10 +112,10 @@ function ganttRows(state, { placement, slow, extent }) {
     }
     const share = makespan > 0 ? busy / makespan : null;
     return {
-      rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? `slow ×${SLOW_FACTOR}` : null,
+      rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? t("slow ×{factor}", { factor: SLOW_FACTOR }) : null,
       cls: slow.has(rs.rank) && "slow",
       lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute }, { height: 0.75, cls: "comm-lane", blocks: comm }],
-      right: share === null ? "" : `busy ${Math.round(100 * Math.min(1, share))}%`,
+      right: share === null ? "" : t("busy {percent}%", { percent: Math.round(100 * Math.min(1, share)) }),
       rightTitle: "time this rank computed, as a share of the pipeline's makespan so far", busy,
     };
   });
@@ -143,7 +145,7 @@ function idealGridSvg(schedule, frame, { slow, progress }) {
   const top = 0.3 * rem;
   const height = top + grid.length * (ch + gap) + 2.2 * rem;
   const svg = s("svg", { class: "gantt ideal-grid", viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height, role: "img",
-                         "aria-label": `the ideal ${schedule.schedule} grid: ${grid.length} ranks × ${cols} slots`, style: `font-size: ${0.78 * rem}px` });
+                         "aria-label": t("the ideal {schedule} grid: {ranks} ranks × {cols} slots", { schedule: schedule.schedule, ranks: grid.length, cols }), style: `font-size: ${0.78 * rem}px` });
   const charPx = 0.84 * rem * 0.62;
   grid.forEach((row, r) => {
     const y = top + r * (ch + gap);
@@ -174,10 +176,10 @@ function idealGridSvg(schedule, frame, { slow, progress }) {
                                    class: ["gantt-text", parts.length > 1 && "small"], fill: colours.ink }, text));
         }
       });
-      cell_.append(s("title", {}, `slot ${c}: ${action.overlap ? `${action.overlap.map((a) => `stage ${a.stage} ${a.kind}${a.mb}`).join(" overlapped with ")}` : `stage ${action.stage} ${KIND_NAMES[action.kind] || action.kind} of microbatch ${action.mb}`}`));
+      cell_.append(s("title", {}, t("slot {slot}: {action}", { slot: c, action: slotAction(action) })));
       g.append(cell_);
     });
-    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + ch / 2, "dominant-baseline": "central", class: "gantt-right" }, `busy ${Math.round((100 * busy) / cols)}%`));
+    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + ch / 2, "dominant-baseline": "central", class: "gantt-right" }, t("busy {percent}%", { percent: Math.round((100 * busy) / cols) })));
     svg.append(g);
   });
   const bottom = top + grid.length * (ch + gap) - gap;
@@ -193,6 +195,12 @@ function idealGridSvg(schedule, frame, { slow, progress }) {
 }
 
 // ---- the bubble --------------------------------------------------------------------------------------
+
+/** What one cell of the ideal grid does: "stage 1 forward of microbatch 3", or the actions overlapped in it. */
+function slotAction(action) {
+  if (action.overlap) return action.overlap.map((a) => `stage ${a.stage} ${a.kind}${a.mb}`).join(t(" overlapped with "));
+  return t("stage {stage} {kind} of microbatch {mb}", { ...action, kind: t(KIND_NAMES[action.kind] || action.kind) });
+}
 
 function bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage }) {
   const measured = state.metrics.get("bubble_fraction");
@@ -217,12 +225,16 @@ function bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage }) {
     formula
       ? h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "), h("code", {}, formula.text),
           ` = ${formula.num}/${formula.den} = `, h("strong", {}, (formula.num / formula.den).toFixed(3)),
-          h("span", { class: "bubble-symbols" }, ` with p = ${p} ranks, m = ${m} microbatches${formula.text.includes("v") ? `, v = ${v} stages per rank` : ""}`))
+          h("span", { class: "bubble-symbols" }, ` ${t(formula.text.includes("v") ? "with p = {p} ranks, m = {m} microbatches, v = {v} stages per rank"
+            : "with p = {p} ranks, m = {m} microbatches", { p, m, v })}`))
       : h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "),
           "no closed form — this schedule fills the bubble with weight-gradient (W) work; the grid's idle slots are the prediction"),
     gap !== null
       ? h("p", { class: "bubble-gap" }, gap > 0.02
-        ? `Measured is ${gap.toFixed(3)} above the grid: the grid counts every action as one slot and nothing else, while the ranks also spend time in send/recv${slowStage === null || slowStage === undefined ? "" : ` — and stage ${slowStage} is ${SLOW_FACTOR}× slower, so every other rank waits for it`}.`
+        ? t("Measured is {gap} above the grid: the grid counts every action as one slot and nothing else, while the ranks also spend time in send/recv{slow}.", {
+          gap: gap.toFixed(3),
+          slow: slowStage === null || slowStage === undefined ? ""
+            : t(" — and stage {stage} is {factor}× slower, so every other rank waits for it", { stage: slowStage, factor: SLOW_FACTOR }) })
         : "Measured matches the grid within 0.02.")
       : null);
 }
@@ -275,22 +287,25 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }) {
     if (bound) {
       const nearTop = Y(bound.value) - y < 0.9 * rem;
       g.append(s("line", { x1: frame.left, x2: frame.right, y1: Y(bound.value), y2: Y(bound.value), class: "act-bound" }),
-        s("text", { x: frame.left + 0.3 * rem, y: Y(bound.value) + (nearTop ? 0.75 : -0.35) * rem, class: "act-bound-label" }, `bound ${bound.text} = ${bound.value}`));
+        s("text", { x: frame.left + 0.3 * rem, y: Y(bound.value) + (nearTop ? 0.75 : -0.35) * rem, class: "act-bound-label" }, t("bound {bound} = {value}", { bound: bound.text, value: bound.value })));
     }
     const reported = peaks.get(rs.rank)?.at(-1)?.value;
     const reportedBytes = peakBytes.get(rs.rank)?.at(-1)?.value;
     const shownPeak = reported ?? peak;
     const over = bound && shownPeak > bound.value;
     g.append(s("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 - 0.5 * rem, "dominant-baseline": "central", class: ["gantt-right", "act-peak", over && "over"] },
-      `peak ${shownPeak}${bound ? (over ? " ✗" : " ✓") : ""}`, s("title", {}, bound ? `peak ${shownPeak}, bound ${bound.text} = ${bound.value}` : `peak ${shownPeak}`)));
+      t("peak {peak}", { peak: shownPeak }) + (bound ? (over ? " ✗" : " ✓") : ""),
+      s("title", {}, bound ? t("peak {peak}, bound {bound} = {value}", { peak: shownPeak, bound: bound.text, value: bound.value }) : t("peak {peak}", { peak: shownPeak }))));
     g.append(s("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 + 0.55 * rem, "dominant-baseline": "central", class: "gantt-right act-bytes" },
       formatBytes(reportedBytes ?? peakB)));
-    g.append(s("title", {}, `rank ${rs.rank}: ${level} microbatch${level === 1 ? "" : "es"} of activations held now; peak ${shownPeak}${bound ? ` (bound ${bound.text} = ${bound.value})` : ""}`));
+    const held = tPlural(level, "rank {rank}: {n} microbatch of activations held now; peak {peak}",
+      "rank {rank}: {n} microbatches of activations held now; peak {peak}", { rank: rs.rank, peak: shownPeak });
+    g.append(s("title", {}, held + (bound ? ` ${t("(bound {bound} = {value})", { bound: bound.text, value: bound.value })}` : "")));
     svg.append(g);
   });
   const bottom = y0 + state.ranks.length * (rowH + gap) - gap;
-  for (let t = axis.start, i = 0; t <= axis.end + 1e-9; t += axis.step, i++) {
-    svg.append(s("text", { x: X(t), y: bottom + 1.0 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(t - axis.start)));
+  for (let tick = axis.start, i = 0; tick <= axis.end + 1e-9; tick += axis.step, i++) {
+    svg.append(s("text", { x: X(tick), y: bottom + 1.0 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(tick - axis.start)));
   }
   const e = state.event;
   if (e && e.t >= axis.start && e.t <= axis.end) svg.append(s("line", { x1: X(e.t), x2: X(e.t), y1: y0, y2: bottom, class: "gantt-now" }));
@@ -300,11 +315,12 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }) {
 // ---- the panel -------------------------------------------------------------------------------------------
 
 function describeSchedule(schedule, p, m, v, params) {
-  const who = OWN_ENGINE[schedule] ? `${OWN_ENGINE[schedule]}, paralab's own engine (engine.py)` : `torch.distributed.pipelining's Schedule${schedule.replace(/^Schedule/, "")}`;
-  const bits = [`p = ${p} ranks`, `m = ${m} microbatches`];
-  if (v > 1) bits.push(`v = ${v} stages per rank`);
-  if (params?.delay_ms !== undefined) bits.push(`F ${params.delay_ms} ms, B ${2 * params.delay_ms} ms of added compute`);
-  if (params?.slow_stage !== null && params?.slow_stage !== undefined) bits.push(`stage ${params.slow_stage} ${SLOW_FACTOR}× slower`);
+  const who = OWN_ENGINE[schedule] ? t("{schedule}, paralab's own engine (engine.py)", { schedule: OWN_ENGINE[schedule] })
+    : t("torch.distributed.pipelining's Schedule{schedule}", { schedule: schedule.replace(/^Schedule/, "") });
+  const bits = [t("p = {p} ranks", { p }), t("m = {m} microbatches", { m })];
+  if (v > 1) bits.push(t("v = {v} stages per rank", { v }));
+  if (params?.delay_ms !== undefined) bits.push(t("F {f} ms, B {b} ms of added compute", { f: params.delay_ms, b: 2 * params.delay_ms }));
+  if (params?.slow_stage !== null && params?.slow_stage !== undefined) bits.push(t("stage {stage} {factor}× slower", { stage: params.slow_stage, factor: SLOW_FACTOR }));
   return h("p", { class: "pipeline-head" }, h("strong", {}, who), ` · ${bits.join(" · ")}`);
 }
 
@@ -359,7 +375,7 @@ export function renderPipeline(container, state, { runId, params }) {
     section = [
       h("h3", { class: "chart-title" }, "Measured ", h("span", { class: "panel-note" }, "each rank's stage actions as they ran; rows grow as events arrive")),
       h("div", { class: "gantt-wrap" }, ganttSvg({ rows, arrows: p2pArrows(state, (r) => r), axis, frame, now: state.event?.t ?? null,
-        className: "pipeline-gantt", axisLabel: "time since the first stage action (ms)", ariaLabel: `pipeline Gantt chart of ${p} ranks`, gap: 0.7 })),
+        className: "pipeline-gantt", axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7 })),
       { liveBubble, axis },
     ];
   } else {
@@ -375,7 +391,7 @@ export function renderPipeline(container, state, { runId, params }) {
       ? h("div", { class: "ideal" },
           h("h3", { class: "chart-title" }, "Ideal ", h("span", { class: "panel-note" },
             OWN_ENGINE[schedule] ? "the order paralab's engine runs, each action one slot, as early as its inputs allow"
-              : `torch's own order of actions for Schedule${schedule}, each one slot, as early as its inputs allow`)),
+              : t("torch's own order of actions for Schedule{schedule}, each one slot, as early as its inputs allow", { schedule }))),
           h("div", { class: "gantt-wrap" }, idealGridSvg(state.schedule, frame, { slow, progress: progressOf(state) })),
           h("p", { class: "ideal-progress" }, "Faded: actions the ranks have not run yet at this step; outlined: running now."),
           notes.length
@@ -418,7 +434,7 @@ function peakTable(state, { schedule, p, m }) {
     h("h3", {}, "Peak activations ", h("span", { class: "panel-note" },
       bound ? (bound.text === "m" ? "GPipe: every rank holds all m" : "1F1B: rank r at most p − r") : "per rank")),
     h("table", { class: "peaks" },
-      h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "peak"), h("th", { class: "num" }, bound ? `bound ${bound.text}` : "bound"), h("th", { class: "num" }, "bytes"))),
+      h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "peak"), h("th", { class: "num" }, bound ? t("bound {bound}", { bound: bound.text }) : t("bound")), h("th", { class: "num" }, "bytes"))),
       h("tbody", {}, rows)));
 }
 

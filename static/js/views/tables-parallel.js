@@ -7,7 +7,8 @@
 
 import { h } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
-import { formatBytes, formatNumber } from "paralab/replay.js";
+import { t } from "paralab/i18n.js";
+import { formatBytes, formatNumber, rankList } from "paralab/replay.js";
 import { cellValue } from "paralab/views/heatmap.js";
 import { MEMORY_METRICS, parseFormula } from "paralab/views/memory.js";
 import { activationBound, bubbleFormula, parseAction, PIPELINE_METRICS } from "paralab/views/pipeline.js";
@@ -46,7 +47,7 @@ export function pipelineTable(state, { params } = {}) {
         if (sp.kind !== "compute") continue;
         busy += (sp.t1 ?? state.tNow) - sp.t0;
         if (sp.t1 !== null) done += 1;
-        actions.push(`${sp.name}${sp.begin?.microbatch ?? ""}${sp.t1 === null ? " (running)" : ""}`);
+        actions.push(`${sp.name}${sp.begin?.microbatch ?? ""}${sp.t1 === null ? ` ${t("(running)")}` : ""}`);
       }
       const stages = placement?.[rs.rank];
       return [`rank ${rs.rank}`, stages ? stages.join(", ") : "–", actions.join(" ") || "none yet", String(done), ms(busy),
@@ -65,8 +66,8 @@ export function pipelineTable(state, { params } = {}) {
         }
       }
     }
-    ideal = grid(`Ideal ${state.schedule.schedule} grid: each action one slot (–: idle); what the ranks have done at this step`,
-      ["rank", ...Array.from({ length: cols }, (_, c) => `slot ${c}`), "busy", "done"],
+    ideal = grid(t("Ideal {schedule} grid: each action one slot (–: idle); what the ranks have done at this step", state.schedule),
+      ["rank", ...Array.from({ length: cols }, (_, c) => t("slot {c}", { c })), "busy", "done"],
       rows.map((row, r) => {
         let busy = 0;
         let done = 0;
@@ -78,7 +79,7 @@ export function pipelineTable(state, { params } = {}) {
           if (parts.every((x) => progress.get(`${x.stage}${x.kind}${x.mb}`) === "done")) done += 1;
           return parts.map(actionText).join("+");
         });
-        return [`rank ${r}`, ...cells, `${Math.round((100 * busy) / cols)}%`, `${done} of ${busy}`];
+        return [`rank ${r}`, ...cells, `${Math.round((100 * busy) / cols)}%`, t("{done} of {total}", { done, total: busy })];
       }), { className: "pipeline-ideal-table", rowAttrs: (r) => ({ "data-rank": r }) });
   }
 
@@ -94,7 +95,8 @@ export function pipelineTable(state, { params } = {}) {
     ["measured", fixed(bubbleMeasured?.value), "idle ÷ (ranks × makespan), timed by the ranks at the end of the run"],
     ["ideal grid", fixed(bubbleIdeal), "idle slots of the ideal grid"],
     ["formula", formula ? (formula.num / formula.den).toFixed(3) : "no closed form",
-      formula ? `${formula.text} = ${formula.num}/${formula.den} with p = ${p}, m = ${m}${formula.text.includes("v") ? `, v = ${v}` : ""}` : "the grid's idle slots are the prediction"],
+      formula ? `${formula.text} = ${formula.num}/${formula.den} ${t(formula.text.includes("v") ? "with p = {p}, m = {m}, v = {v}" : "with p = {p}, m = {m}", { p, m, v })}`
+        : "the grid's idle slots are the prediction"],
   ], { className: "pipeline-bubble-table" });
 
   const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
@@ -108,7 +110,7 @@ export function pipelineTable(state, { params } = {}) {
         const b = activationBound(schedule, p, m, rs.rank);
         const pb = bytes.get(rs.rank)?.at(-1)?.value;
         return [`rank ${rs.rank}`, String(list.at(-1)?.value ?? 0),
-          reported !== undefined ? String(reported) : `${Math.max(0, ...list.map((e) => e.value))} so far`,
+          reported !== undefined ? String(reported) : t("{n} so far", { n: Math.max(0, ...list.map((e) => e.value)) }),
           b ? `${b.text} = ${b.value}` : "–", pb !== undefined ? formatBytes(pb) : "–"];
       }), { className: "pipeline-activations-table" })
     : null;
@@ -119,14 +121,14 @@ export function pipelineTable(state, { params } = {}) {
 
 function spanName(sp) {
   if (sp.kind === "compute") return `${sp.name}${sp.begin?.microbatch ?? ""}`;
-  if (sp.kind === "p2p") return sp.label || `${sp.op} ${sp.op === "send" ? "to" : "from"} rank ${sp.peer}`;
+  if (sp.kind === "p2p") return sp.label || t(sp.op === "send" ? "{op} to rank {peer}" : "{op} from rank {peer}", sp);
   return `${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${sp.label}` : ""}`;
 }
 
 function spanKind(sp) {
   if (sp.kind === "compute") return "compute";
   if (sp.kind === "p2p") return sp.op;
-  return `${groupKind(sp.group)} collective`;
+  return t("{kind} collective", { kind: groupKind(sp.group) });
 }
 
 /** Every span so far, in the order it began: rank, kind, name, start, end (ms since the first span). */
@@ -135,7 +137,7 @@ export function timelineTable(state) {
   if (!extent) return null;
   const spans = state.ranks.flatMap((rs) => rs.spans.map((sp) => ({ rank: rs.rank, sp })))
     .sort((a, b) => a.sp.t0 - b.sp.t0 || a.rank - b.rank);
-  return grid(`Timeline: ${spans.length} spans so far, times in ms since the first began`,
+  return grid(t("Timeline: {n} spans so far, times in ms since the first began", { n: spans.length }),
     ["rank", "kind", "name", "start", "end", "duration"],
     spans.map(({ rank, sp }) => [`rank ${rank}`, spanKind(sp), spanName(sp), ms(sp.t0 - extent.start),
       sp.t1 === null ? "running" : ms(sp.t1 - extent.start), sp.t1 === null ? "–" : ms(sp.t1 - sp.t0)]),
@@ -159,17 +161,17 @@ export function topologyTable(state) {
       if (kind === "pp") calls += state.p2p.filter((sp) => sp.op === "send" && members.includes(sp.rank) && members.includes(sp.peer)).length;
       const busy = groups.filter((g) => g.kind === kind && same(g.ranks, members));
       const linked = kind === "pp" ? links.filter((l) => members.includes(l.from) && members.includes(l.to)) : [];
-      const active = busy.length
-        ? `yes: ${busy.map((g) => `${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`).join("; ")}`
-        : linked.length ? `yes: ${linked.map((l) => `rank ${l.from} → rank ${l.to}`).join("; ")}` : "no";
-      rows.push([`${kind.toUpperCase()} group ${index}`, members.join(", "), String(calls), active]);
-      attrs.push({ "data-kind": kind, "data-members": members.join(","), "data-active": active === "no" ? "no" : "yes" });
+      const calling = busy.length ? busy.map((g) => `${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`)
+        : linked.map((l) => `rank ${l.from} → rank ${l.to}`);
+      const active = calling.length ? t("yes: {calls}", { calls: calling.join("; ") }) : t("no");
+      rows.push([t("{kind} group {index}", { kind: kind.toUpperCase(), index }), members.join(", "), String(calls), active]);
+      attrs.push({ "data-kind": kind, "data-members": members.join(","), "data-active": calling.length ? "yes" : "no" });
     });
   }
-  const groupTable = grid(`Process groups: tp = ${topo.tp} × pp = ${topo.pp} × dp = ${topo.dp}; which communicate at this step`,
+  const groupTable = grid(t("Process groups: tp = {tp} × pp = {pp} × dp = {dp}; which communicate at this step", topo),
     ["group", "members (ranks)", "calls so far", "active now"], rows, { className: "topology-groups-table", rowAttrs: (r) => attrs[r] });
   const places = grid("Each rank's place: rank = dp·(pp·tp) + stage·tp + tp_rank", ["rank", "replica (dp)", "stage (pp)", "tp rank"],
-    (topo.coordinates || []).map(([d, st, t], r) => [`rank ${r}`, String(d), String(st), String(t)]), { className: "topology-ranks-table" });
+    (topo.coordinates || []).map(([d, st, tp], r) => [`rank ${r}`, String(d), String(st), String(tp)]), { className: "topology-ranks-table" });
   const sync = state.rankMetrics.get("dp_sync_bytes");
   const syncTable = sync?.size
     ? grid("DP gradient sync per rank", ["rank", "measured", "expected"],
@@ -191,7 +193,7 @@ export function memoryTable(state) {
   const head = ["rank"];
   for (const [metric, name] of MEMORY_PARTS) {
     const f = parseFormula(latest(metric, ranks[0])?.formula).expr;
-    head.push(`${name} measured`, `${name} formula${f ? ` (${f})` : ""}`);
+    head.push(t("{part} measured", { part: t(name) }), t("{part} formula", { part: t(name) }) + (f ? ` (${f})` : ""));
   }
   head.push("total measured");
   const memory = grid("Memory per rank: bytes measured on the rank, and by the ZeRO formula", head,
@@ -263,11 +265,11 @@ export function originsTable(state) {
   const after = state.loose.get(afterName);
   const ranks = [...new Set([...before.keys(), ...after.keys(), ...state.ranks.map((rs) => rs.rank)])].sort((a, b) => a - b);
   const values = (e) => (e?.tensor?.preview || []).flat().map(cellValue).map(formatNumber).join(" ");
-  return grid(`Before → after: ${beforeName || "before"} and ${afterName} on each rank`,
+  return grid(t("Before → after: {before} and {after} on each rank", { before: beforeName || "before", after: afterName }),
     ["rank", beforeName || "before", afterName, "each value came from"],
     ranks.map((r) => {
       const a = after.get(r);
-      const origins = Array.isArray(a?.origin) ? a.origin.map((o) => `rank${o.length > 1 ? "s" : ""} ${[...o].sort((x, y) => x - y).join("+")}`) : [];
+      const origins = Array.isArray(a?.origin) ? a.origin.map((o) => rankList([...o].sort((x, y) => x - y)).replace(/, /g, "+")) : [];
       return [`rank ${r}`, before.has(r) ? values(before.get(r)) : "not yet", a ? values(a) : "not yet", origins.join("; ") || "–"];
     }), { className: "origins-table" });
 }

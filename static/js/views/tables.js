@@ -5,6 +5,7 @@
  */
 
 import { h } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { activity, formatNumber } from "paralab/replay.js";
 import { PARALLEL_TABLES } from "paralab/views/tables-parallel.js";
 
@@ -55,7 +56,7 @@ export function collectiveTable(state) {
     inputs.forEach((tensor, i) => {
       const [shape, min, max, mean, values] = tensorCells(tensor);
       const out = tensorCells(outputs[i]);
-      rows.push([`rank ${rank}`, where, tensor?.name || "–", `${shape} ${values}`.trim(), `${min} … ${max}, mean ${mean}`,
+      rows.push([`rank ${rank}`, where, tensor?.name || "–", `${shape} ${values}`.trim(), t("{min} … {max}, mean {mean}", { min, max, mean }),
         outputs[i] ? `${out[0]} ${out[4]}`.trim() : "–"]);
     });
   }
@@ -70,7 +71,7 @@ export function tensorsTable(state) {
     for (const shard of [...placed.shards.values()].sort((a, b) => a.rank - b.rank)) {
       const [shape, min, max, mean, values] = tensorCells(shard.tensor);
       rows.push([`${placed.name} [${placed.fullShape.join("×")}]`, `rank ${shard.rank}`,
-        `${shape} at (${(shard.offset || []).join(", ")})`, min, max, mean, values]);
+        t("{shape} at ({offset})", { shape, offset: (shard.offset || []).join(", ") }), min, max, mean, values]);
     }
   }
   for (const [name, byRank] of state.loose) {

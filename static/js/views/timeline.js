@@ -7,6 +7,7 @@
  */
 
 import { changed, fill, h, remPx } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { formatMs, ganttFrame, ganttSvg, timeAxis } from "paralab/views/gantt.js";
 
 export const GROUP_COLOURS = { tp: "#0d9488", pp: "#c026d3", dp: "#ea580c", world: "#334155" };
@@ -60,12 +61,12 @@ export function pairSendRecv(p2p) {
 /** A send/recv as blocks of the communication lane: a recv as a bar (the rank waits in it), a send as a tick. */
 export function p2pBlock(sp, state, extra = {}) {
   const dur = (sp.t1 ?? state.tNow) - sp.t0;
-  const what = sp.label || `${sp.op} ${sp.op === "send" ? "to" : "from"} rank ${sp.peer}`;
+  const what = sp.label || t(sp.op === "send" ? "{op} to rank {peer}" : "{op} from rank {peer}", sp);
   if (sp.op === "send") {
-    return { t0: sp.t0, tick: true, fill: P2P_COLOUR, cls: "send", title: `rank ${sp.rank}: ${what} (to rank ${sp.peer})`, ...extra };
+    return { t0: sp.t0, tick: true, fill: P2P_COLOUR, cls: "send", title: `rank ${sp.rank}: ${what} ${t("(to rank {peer})", sp)}`, ...extra };
   }
   return { t0: sp.t0, t1: sp.t1 ?? state.tNow, fill: "#cbd5e1", stroke: P2P_COLOUR, cls: ["recv", sp.t1 === null && "open"], ink: "#1e293b",
-           title: `rank ${sp.rank}: ${what} (from rank ${sp.peer}) — ${sp.t1 === null ? "waiting" : formatMs(dur)}`, ...extra };
+           title: `rank ${sp.rank}: ${what} ${t("(from rank {peer})", sp)} — ${sp.t1 === null ? t("waiting") : formatMs(dur)}`, ...extra };
 }
 
 /** Arrows from each send to the end of the recv that took it; the ones at the cursor drawn dark. */
@@ -99,7 +100,7 @@ function collectiveLook(sp, topology) {
   const bucket = /^bucket (\d+)/.exec(sp.label || "");
   if (bucket) {
     const b = Number(bucket[1]);
-    return { fill: BUCKET_COLOURS[b % BUCKET_COLOURS.length], text: `bucket ${b}`, short: `${b}`, bucket: b };
+    return { fill: BUCKET_COLOURS[b % BUCKET_COLOURS.length], text: t("bucket {b}", { b }), short: `${b}`, bucket: b };
   }
   const kind = groupKind(sp.group);
   const op = (sp.op || "").replace(/_/g, "-");
@@ -144,7 +145,7 @@ function rankRow(rs, state, topology) {
   const computeBlocks = compute.map((sp) => {
     const kind = computeKind(sp.name || "");
     return { t0: sp.t0, t1: end(sp), fill: COMPUTE_COLOURS[kind], ...computeText(sp), cls: ["compute", kind, sp.t1 === null && "open"],
-             title: `rank ${rs.rank}: ${sp.name}${sp.t1 === null ? " (running)" : ` — ${formatMs(sp.t1 - sp.t0)}`}` };
+             title: `rank ${rs.rank}: ${sp.name}${sp.t1 === null ? ` ${t("(running)")}` : ` — ${formatMs(sp.t1 - sp.t0)}`}` };
   });
   const commBlocks = [
     ...collectives.map((sp) => {
@@ -152,7 +153,7 @@ function rankRow(rs, state, topology) {
       return { t0: sp.t0, t1: end(sp), fill: look.fill, text: look.text, short: look.short,
                cls: ["collective", sp.t1 === null && "open", look.bucket !== undefined && "bucket"],
                data: { "data-group": groupKind(sp.group), ...(look.bucket !== undefined ? { "data-bucket": look.bucket } : {}) },
-               title: `rank ${rs.rank}: ${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${sp.label}` : ""}: ${sp.t1 === null ? "in flight" : formatMs(sp.t1 - sp.t0)}` };
+               title: `rank ${rs.rank}: ${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${sp.label}` : ""}: ${sp.t1 === null ? t("in flight") : formatMs(sp.t1 - sp.t0)}` };
     }),
     ...p2p.map((sp) => p2pBlock(sp, state)),
   ];
@@ -185,18 +186,18 @@ export function renderTimeline(container, state, { runId, lesson }) {
     const lanes = [{ height: 1.5, cls: "compute-lane", blocks: r.computeBlocks }];
     if (overlapLane) {
       lanes.push({ height: 0.55, cls: "overlap-lane", blocks: r.both.map(([a, b]) => ({ t0: a, t1: b, fill: "url(#gantt-hatch)", cls: "overlap",
-        title: `rank ${rs.rank} computes and communicates at once: ${formatMs(b - a)}` })) });
+        title: t("rank {rank} computes and communicates at once: {time}", { rank: rs.rank, time: formatMs(b - a) }) })) });
     }
     lanes.push({ height: 1.15, cls: "comm-lane", blocks: r.commBlocks });
     const share = r.commTime > 0 ? r.overlapTime / r.commTime : null;
     return overlapLane
-      ? { rank: rs.rank, lanes, right: share === null ? "" : `${Math.round(100 * share)}% hidden`,
+      ? { rank: rs.rank, lanes, right: share === null ? "" : t("{percent}% hidden", { percent: Math.round(100 * share) }),
           rightTitle: "share of this rank's all-reduce time that ran while it was still computing" }
       : { rank: rs.rank, sub: topology ? coordinateText(state.topology, rs.rank) : null, lanes };
   });
   const rowOf = (rank) => (rank < rows.length ? rank : undefined);
   const svg = ganttSvg({ rows, arrows: p2pArrows(state, rowOf), axis, frame, now: state.event?.t ?? null, className: "timeline-chart",
-                         ariaLabel: `timeline of ${rows.length} ranks: compute above, communication below` });
+                         ariaLabel: t("timeline of {n} ranks: compute above, communication below", { n: rows.length }) });
   fill(container,
     legend(state, { topology, overlapLane }),
     h("div", { class: "gantt-wrap" }, svg),
@@ -233,7 +234,7 @@ function legend(state, { topology, overlapLane }) {
     topology
       ? [["tp", "TP collective"], ["dp", "DP collective"]].filter(([k]) => groups.has(k)).map(([k, text]) => swatch(GROUP_COLOURS[k], text))
       : buckets.size
-        ? [...buckets].sort((a, b) => a - b).map((b) => swatch(BUCKET_COLOURS[b % BUCKET_COLOURS.length], `bucket ${b} all-reduce`))
+        ? [...buckets].sort((a, b) => a - b).map((b) => swatch(BUCKET_COLOURS[b % BUCKET_COLOURS.length], t("bucket {b} all-reduce", { b })))
         : [...ops].map((op) => swatch(OP_COLOURS[op] || GROUP_COLOURS.world, op.replace(/_/g, "-"))),
     state.p2p.length ? swatch("#cbd5e1", "recv (waiting for data)", "recv-key") : null,
     overlapLane ? h("span", { class: "key" }, h("span", { class: "swatch hatch" }), "compute and all-reduce at once") : null);
@@ -247,8 +248,8 @@ function overlapSummary(stats, state) {
   const share = hidden / comm;
   const bucketed = state.ranks.some((rs) => rs.spans.some((sp) => /^bucket \d+/.test(sp.label || "")));
   return h("p", { class: ["gantt-summary", share > 0.2 ? "good" : "bad"] },
-    h("strong", {}, `${Math.round(100 * share)}% of the all-reduce time ran while the ranks were still computing`),
-    ` (${formatMs(hidden / withComm.length)} of ${formatMs(comm / withComm.length)} per rank). `,
+    h("strong", {}, t("{percent}% of the all-reduce time ran while the ranks were still computing", { percent: Math.round(100 * share) })),
+    ` ${t("({hidden} of {total} per rank).", { hidden: formatMs(hidden / withComm.length), total: formatMs(comm / withComm.length) })} `,
     bucketed
       ? "Each bucket's all-reduce is launched from a gradient hook the moment its last gradient is ready, and waited on only after backward: it travels while the earlier layers' backward runs."
       : "Naive data parallel starts every all-reduce after the whole backward: nothing overlaps, the ranks wait for the network.");

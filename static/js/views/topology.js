@@ -8,8 +8,9 @@
  */
 
 import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
-import { formatBytes } from "paralab/replay.js";
+import { formatBytes, rankList } from "paralab/replay.js";
 import { GROUP_COLOURS, groupKind } from "paralab/views/timeline.js";
 
 export const TOPOLOGY_METRICS = ["dp_sync_bytes"];
@@ -72,7 +73,7 @@ function drawGrid(topology, state, width, rem) {
   const { k, unit } = L;
   const { groups, links } = activeAt(state);
   const svg = s("svg", { class: "topology-svg", viewBox: `0 0 ${L.width} ${L.height}`, width: L.width, height: L.height, role: "img",
-                         "aria-label": `${topology.dp} replicas × ${topology.pp} stages × ${topology.tp} tensor-parallel ranks`,
+                         "aria-label": t("{dp} replicas × {pp} stages × {tp} tensor-parallel ranks", topology),
                          style: `font-size: ${0.8 * k}px` });
   svg.append(s("defs", {}, ["tp", "pp", "dp"].map((kind) =>
     s("marker", { id: `topo-arrow-${kind}`, viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 4, markerHeight: 4, orient: "auto" },
@@ -81,7 +82,7 @@ function drawGrid(topology, state, width, rem) {
     const x = L.planeX(d);
     svg.append(s("rect", { x: x + 0.1 * k, y: 0.1 * k, width: L.planeW - 0.2 * k, height: L.planeH - 0.2 * k, rx: 0.6 * k, class: "topo-plane" }),
       s("text", { x: x + L.planeW / 2, y: 1.3 * k, "text-anchor": "middle", class: "topo-plane-title" },
-        topology.dp > 1 ? `DP replica ${d}` : "the model (one replica)"));
+        topology.dp > 1 ? t("DP replica {d}", { d }) : t("the model (one replica)")));
     for (let st = 0; st < topology.pp; st++) {
       const b = L.box(rankAt(topology, d, st, 0));
       svg.append(s("text", { x: x + (unit.pad + unit.rowLabel - 0.5) * k, y: b.cy, "text-anchor": "end", "dominant-baseline": "central", class: "topo-axis" }, `stage ${st}`));
@@ -102,25 +103,26 @@ function drawGrid(topology, state, width, rem) {
       svg.append(s("g", attrs,
         s("path", { d: path, class: "topo-dp-link", fill: "none", "stroke-width": 0.35 * k }),
         boxes.map((b) => s("rect", { x: b.x - 0.3 * k, y: b.y - 0.3 * k, width: b.w + 0.6 * k, height: b.h + 0.6 * k, rx: 0.5 * k, class: "topo-hull" })),
-        s("title", {}, `DP group ${g.ranks.join(", ")}: ${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`)));
+        s("title", {}, groupTitle("DP", g))));
     } else {
       const hb = hull(boxes, k);
       svg.append(s("g", attrs, s("rect", { x: hb.x, y: hb.y, width: hb.w, height: hb.h, rx: 0.6 * k, class: "topo-hull" }),
-        s("title", {}, `${KIND_NAMES[g.kind] || g.kind} group ${g.ranks.join(", ")}: ${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`)));
+        s("title", {}, groupTitle(KIND_NAMES[g.kind] || g.kind, g))));
     }
   }
   const current = state.event?.rank;
   for (let r = 0; r < topology.coordinates.length; r++) {
     const b = L.box(r);
-    const [d, st, t] = topology.coordinates[r];
+    const [d, st, tp] = topology.coordinates[r];
     const kinds = lit.get(r) || [];
     svg.append(s("g", { class: ["topo-rank", kinds.length && "active", current === r && "current"], "data-rank": r,
                         "data-active": kinds.join(" ") || null },
       s("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 0.45 * k, class: "topo-box", style: `--rank: ${rankColour(r)}` }),
       s("rect", { x: b.x, y: b.y, width: 0.5 * k, height: b.h, rx: 0.2 * k, fill: rankColour(r) }),
       s("text", { x: b.cx + 0.2 * k, y: b.cy - 0.55 * k, "text-anchor": "middle", "dominant-baseline": "central", class: "topo-rank-label" }, `rank ${r}`),
-      s("text", { x: b.cx + 0.2 * k, y: b.cy + 0.85 * k, "text-anchor": "middle", "dominant-baseline": "central", class: "topo-coords" }, `d${d} · s${st} · t${t}`),
-      s("title", {}, `rank ${r} = ${d}·${topology.pp * topology.tp} + ${st}·${topology.tp} + ${t}: replica ${d}, stage ${st}, tensor-parallel rank ${t}`)));
+      s("text", { x: b.cx + 0.2 * k, y: b.cy + 0.85 * k, "text-anchor": "middle", "dominant-baseline": "central", class: "topo-coords" }, `d${d} · s${st} · t${tp}`),
+      s("title", {}, `rank ${r} = ${d}·${topology.pp * topology.tp} + ${st}·${topology.tp} + ${tp}: `
+        + t("replica {d}, stage {st}, tensor-parallel rank {tp}", { d, st, tp }))));
   }
   for (const ln of links) {
     if (ln.from >= topology.coordinates.length || ln.to >= topology.coordinates.length) continue;
@@ -137,6 +139,11 @@ function drawGrid(topology, state, width, rem) {
   return { svg, groups, links };
 }
 
+/** "TP group 0, 1: all_reduce — its label": a lit group's tooltip. */
+function groupTitle(kind, g) {
+  return t("{kind} group {ranks}: {op}", { kind, ranks: g.ranks.join(", "), op: g.c.op }) + (g.c.label ? ` — ${g.c.label}` : "");
+}
+
 function nowLine(groups, links, state) {
   const e = state.event;
   const cur = groups.find((g) => g.current) || groups[0];
@@ -144,9 +151,9 @@ function nowLine(groups, links, state) {
     const waiting = cur.c.ranks.filter((r) => !cur.c.begins.has(r));
     return h("p", { class: ["topo-now", cur.kind] },
       h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[cur.kind] || GROUP_COLOURS.world } }, KIND_NAMES[cur.kind] || cur.kind),
-      ` ${cur.c.op.replace(/_/g, "-")} among ranks ${cur.ranks.join(", ")}`, cur.c.label ? ` — ${cur.c.label}` : "",
-      waiting.length ? h("span", { class: "topo-wait" }, ` (waiting for rank${waiting.length > 1 ? "s" : ""} ${waiting.join(", ")})`) : "",
-      groups.length > 1 ? h("span", { class: "topo-more" }, ` · ${groups.length - 1} more group${groups.length > 2 ? "s" : ""} busy`) : "");
+      ` ${t("{op} among ranks {ranks}", { op: cur.c.op.replace(/_/g, "-"), ranks: cur.ranks.join(", ") })}`, cur.c.label ? ` — ${cur.c.label}` : "",
+      waiting.length ? h("span", { class: "topo-wait" }, ` ${t("(waiting for {ranks})", { ranks: rankList(waiting) })}`) : "",
+      groups.length > 1 ? h("span", { class: "topo-more" }, ` · ${tPlural(groups.length - 1, "{n} more group busy", "{n} more groups busy")}`) : "");
   }
   const ln = links.find((l) => l.current) || links[0];
   if (ln) {
@@ -182,9 +189,9 @@ function dpSync(state, params, topology) {
   const mistake = params?.mistake || "none";
   let verdict;
   if (ratio !== null && ratio > 1.001) {
-    verdict = h("p", { class: "dp-verdict fail" }, h("strong", {}, `${Number(ratio.toFixed(2))}× the expected DP traffic. `),
+    verdict = h("p", { class: "dp-verdict fail" }, h("strong", {}, `${t("{ratio}× the expected DP traffic.", { ratio: Number(ratio.toFixed(2)) })} `),
       mistake === "sync_every_microbatch"
-        ? `The gradients are all-reduced after every one of the m = ${m} microbatches instead of once after the last backward: the same numbers, m times the bytes.`
+        ? t("The gradients are all-reduced after every one of the m = {m} microbatches instead of once after the last backward: the same numbers, m times the bytes.", { m })
         : "More gradient bytes crossed the replicas than one all-reduce of each gradient shard.");
   } else if (mistake === "sync_before_last_backward") {
     verdict = h("p", { class: "dp-verdict fail" }, h("strong", {}, "The right number of bytes at the wrong time: "),
@@ -194,9 +201,10 @@ function dpSync(state, params, topology) {
   }
   return h("div", { class: "dp-sync" },
     h("p", {}, h("span", { class: "label" }, "DP gradient sync per rank: "), h("strong", { class: "dp-measured" }, formatBytes(e.value)),
-      " measured · ", h("span", { class: "dp-expected" }, `${formatBytes(e.expected)} expected`),
+      " measured · ", h("span", { class: "dp-expected" }, t("{bytes} expected", { bytes: formatBytes(e.expected) })),
       e.formula ? [" (", h("code", {}, e.formula), ")"] : "",
-      h("span", { class: "panel-note" }, `${same ? "the same on" : "differs between"} ${values.length === topology.coordinates.length ? `all ${values.length} ranks` : `the ${values.length} ranks reported so far`}`)),
+      h("span", { class: "panel-note" }, t(`${same ? "the same on" : "differs between"} ${values.length === topology.coordinates.length ? "all {n} ranks" : "the {n} ranks reported so far"}`,
+        { n: values.length }))),
     verdict);
 }
 
@@ -212,9 +220,9 @@ export function renderTopology(container, state, { runId, params }) {
   const key = [runId, state.index, width, rem].join(",");
   if (!changed(container, key)) return true;
   const { svg, groups, links } = drawGrid(topology, state, width, rem);
-  const t = traffic(state);
+  const byKind = traffic(state);
   fill(container,
-    h("p", { class: "topo-head" }, h("strong", {}, `tp = ${topology.tp} × pp = ${topology.pp} × dp = ${topology.dp} = ${topology.coordinates.length} ranks`),
+    h("p", { class: "topo-head" }, h("strong", {}, `tp = ${topology.tp} × pp = ${topology.pp} × dp = ${topology.dp} = ${t("{n} ranks", { n: topology.coordinates.length })}`),
       " · ", h("code", {}, "rank = dp·(pp·tp) + stage·tp + tp_rank")),
     h("div", { class: "topo-legend" },
       ["tp", "pp", "dp"].map((kind) => h("span", { class: "key" }, h("span", { class: "swatch", style: { background: GROUP_COLOURS[kind] } }),
@@ -223,10 +231,10 @@ export function renderTopology(container, state, { runId, params }) {
     h("div", { class: "topology-drawing" }, svg),
     h("table", { class: "peaks topo-traffic" },
       h("thead", {}, h("tr", {}, h("th", {}, "group"), h("th", { class: "num" }, "calls so far"), h("th", { class: "num" }, "bytes (each call's size, once)"))),
-      h("tbody", {}, ["tp", "pp", "dp"].filter((k) => t.has(k)).map((k) => h("tr", { "data-kind": k },
+      h("tbody", {}, ["tp", "pp", "dp"].filter((k) => byKind.has(k)).map((k) => h("tr", { "data-kind": k },
         h("th", { scope: "row" }, h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[k] } }, KIND_NAMES[k]),
           k === "pp" ? " send/recv" : " collectives"),
-        h("td", { class: "num" }, String(t.get(k).calls)), h("td", { class: "num" }, formatBytes(t.get(k).bytes)))))),
+        h("td", { class: "num" }, String(byKind.get(k).calls)), h("td", { class: "num" }, formatBytes(byKind.get(k).bytes)))))),
     dpSync(state, params, topology));
   return true;
 }
