@@ -5,7 +5,7 @@
 
 import { createStore } from "paralab/store.js";
 import { connectRun } from "paralab/connection.js";
-import { currentLang } from "paralab/i18n.js";
+import { currentLang, t, tPlural } from "paralab/i18n.js";
 import { stateAt } from "paralab/replay.js";
 import { bindHover } from "paralab/controls/hover.js";
 import { bindKeyboard } from "paralab/controls/keyboard.js";
@@ -114,7 +114,7 @@ function render() {
 function stepNote(live) {
   if (!live) return null;
   const waiting = live.ranks.filter((rs) => rs.gate).length;
-  return waiting ? ` · ${waiting} rank${waiting === 1 ? "" : "s"} at a gate` : null;
+  return waiting ? ` · ${tPlural(waiting, "{n} rank at a gate", "{n} ranks at a gate")}` : null;
 }
 
 function renderStepperPanel(state, live) {
@@ -163,13 +163,13 @@ async function startRun(event) {
     });
     const body = await response.json().catch(() => ({ detail: response.statusText }));
     if (!response.ok) {
-      showErrors(form, body.detail ?? `the server answered ${response.status}`);
+      showErrors(form, body.detail ?? t("the server answered {status}", response));
       return;
     }
     runButton.blur();          // Enter (release all, in step mode) must not press Run again
     openRun(body);
   } catch (err) {
-    showErrors(form, `could not reach the server: ${err.message}`);
+    showErrors(form, t("could not reach the server: {error}", { error: err.message }));
   } finally {
     runButton.disabled = false;
   }
@@ -178,12 +178,12 @@ async function startRun(event) {
 async function openRecordedRun(runId, seq) {
   const response = await fetch(`/api/runs/${encodeURIComponent(runId)}`);
   if (!response.ok) {
-    showErrors(form, `There is no run ${runId} on this server.`);
+    showErrors(form, t("There is no run {run} on this server.", { run: runId }));
     return;
   }
   const run = await response.json();
   if (run.lesson !== lessonId) {
-    showErrors(form, `Run ${runId} is a run of another lesson (${run.lesson}).`);
+    showErrors(form, t("Run {run} is a run of another lesson ({lesson}).", { run: runId, lesson: run.lesson }));
     return;
   }
   writeParamsForm(form, run);
@@ -223,8 +223,10 @@ export async function useLesson(id, { values = {} } = {}) {
 
 export const currentLesson = () => lesson;
 
-// The explanation in the interface's language, where the lesson has one.
+// The views' sentences and the explanation in the interface's language (the explanation where the lesson has one).
 document.addEventListener("paralab:lang", async () => {
+  setExpanded(form, form.querySelector(".params-toggle").getAttribute("aria-expanded") === "true");
+  scheduleRender();
   if (!lesson) return;
   const shown = lessonId;
   const again = await host.fetchLesson(shown);

@@ -16,7 +16,7 @@ import { displayCode, saveSecret, savedSecret } from "paralab/rooms.js";
 import { clearErrors, showErrors } from "paralab/controls/params-form.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { typing } from "paralab/controls/keyboard.js";
-import { t } from "paralab/i18n.js";
+import { t, tServer } from "paralab/i18n.js";
 import { toggleBlank } from "paralab/chrome.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -130,7 +130,7 @@ function onError(error) {
     showErrors(form, error);
     return;
   }
-  const text = Array.isArray(error) ? error.map((e) => e.msg).join("; ") : String(error);
+  const text = Array.isArray(error) ? error.map((e) => tServer(e.msg)).join("; ") : tServer(error);
   if (store.state.run?.step && handlers && role === "presenter") handlers.onNotice(text);
   else say(text);
 }
@@ -146,7 +146,7 @@ function onRefused({ code: closeCode, message }) {
     connect();
     return;
   }
-  refused = message || `No room ${displayCode(code)}: unknown or expired code`;
+  refused = message ? tServer(message) : `No room ${displayCode(code)}: unknown or expired code`;
   say(refused, { sticky: true });
 }
 

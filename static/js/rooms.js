@@ -6,6 +6,8 @@
  * this tab's sessionStorage and takes it out of the address bar at once.
  */
 
+import { t, tServer } from "paralab/i18n.js";
+
 export const CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 /** "abcd-efgh", " ABCD EFGH " → "ABCDEFGH" (the server accepts both, as people type them). */
@@ -39,7 +41,7 @@ export function saveSecret(code, secret) {
 /** A refusal in words from a failed response: its `detail`, or the status. */
 async function refusal(response) {
   const body = await response.json().catch(() => ({}));
-  return typeof body.detail === "string" ? body.detail : `the server answered ${response.status}`;
+  return typeof body.detail === "string" ? tServer(body.detail) : t("the server answered {status}", response);
 }
 
 /**
@@ -60,7 +62,7 @@ export async function presentRoom({ lesson = null, worldSize = null, params = {}
 
 /** Whether room `code` exists: null if it does, else the refusal in words. */
 export async function checkRoom(code) {
-  if (!code) return "Type the room code from the projector.";
+  if (!code) return t("Type the room code from the projector.");
   if (!/^[A-Z0-9]+$/.test(code)) return `No room ${code}: unknown or expired code`;
   const response = await fetch(`/api/rooms/${encodeURIComponent(code)}`);
   if (response.status === 404) return `No room ${displayCode(code)}: unknown or expired code`;
@@ -77,7 +79,7 @@ export function bindJoinForm(form) {
     const code = normaliseCode(input.value);
     error.hidden = true;
     input.removeAttribute("aria-invalid");
-    const problem = await checkRoom(code).catch((err) => `could not reach the server: ${err.message}`);
+    const problem = await checkRoom(code).catch((err) => t("could not reach the server: {error}", { error: err.message }));
     if (problem) {
       error.textContent = problem;
       error.hidden = false;

@@ -5,6 +5,7 @@
  */
 
 import { fill, h } from "paralab/dom.js";
+import { t, tPlural, tServer } from "paralab/i18n.js";
 
 function resolve(schema, prop) {
   if (prop.$ref) return { ...schema.$defs?.[prop.$ref.split("/").pop()], ...prop };
@@ -82,8 +83,8 @@ export function writeParamsForm(form, { world_size, params = {} }) {
 /** "4 ranks · seq_len 8 · ffn 64 · …": the parameters in one line, for the folded form. */
 export function summarizeParams(form) {
   const { world_size, params } = readParamsForm(form);
-  return [`${world_size} rank${world_size === 1 ? "" : "s"}`,
-    ...Object.entries(params).map(([k, v]) => `${k} ${v === null ? "default" : v}`)].join(" · ");
+  return [tPlural(world_size, "{n} rank", "{n} ranks"),
+    ...Object.entries(params).map(([k, v]) => `${k} ${v === null ? t("default") : v}`)].join(" · ");
 }
 
 /** Fold the fields away (a run is on screen) or show them (choosing, or fixing an error). */
@@ -122,7 +123,7 @@ export function showErrors(form, detail) {
     const name = err.loc?.length ? String(err.loc[err.loc.length - 1]) : "";
     const field = name && form.querySelector(`[data-field="${CSS.escape(name)}"]`);
     const target = field ? field.querySelector(".field-error") : form.querySelector(".form-error");
-    const msg = err.msg || "invalid";
+    const msg = err.msg ? tServer(err.msg) : t("invalid");
     target.textContent = target.textContent ? `${target.textContent} ${msg}` : msg;
     target.hidden = false;
     if (field) {

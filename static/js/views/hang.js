@@ -7,6 +7,7 @@
 
 import { h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
+import { t, tServer } from "paralab/i18n.js";
 import { parseSite } from "paralab/replay.js";
 
 const CLASSES = {
@@ -35,6 +36,12 @@ function stuckIn(state) {
   return b.op !== c.op || b.peer !== c.peer || b.tag !== c.tag || b.site !== c.site;
 }
 
+/** The server's sentence about who waits where: translated, or in English with a capital letter. */
+function sentence(message) {
+  const said = tServer(message);
+  return said === message ? message.charAt(0).toUpperCase() + message.slice(1) : said;
+}
+
 export function hangReport(e) {
   const ranks = Object.keys(e.ranks || {}).map(Number).sort((a, b) => a - b);
   const groups = [...new Set(ranks.flatMap((r) => Object.keys(e.ranks[r] || {})))]
@@ -45,11 +52,11 @@ export function hangReport(e) {
   const message = (e.message || "").replace(/^hung for [^:]+: /, "");
   const waited = (/^hung for ([^:]+):/.exec(e.message || "") || [])[1];
   return h("div", { class: "hang-report" },
-    h("h2", {}, "The run hung", waited ? h("span", { class: "hang-after" }, ` — stopped after ${waited} without progress`) : null),
-    h("p", { class: "hang-sentence" }, message.charAt(0).toUpperCase() + message.slice(1)),
+    h("h2", {}, "The run hung", waited ? h("span", { class: "hang-after" }, ` ${t("— stopped after {waited} without progress", { waited })}`) : null),
+    h("p", { class: "hang-sentence" }, sentence(message)),
     h("dl", { class: "hang-facts" },
       h("div", {}, h("dt", {}, "mismatch"), h("dd", {}, h("span", { class: "mismatch-badge" }, e.mismatch || "unknown"))),
-      e.group ? h("div", {}, h("dt", {}, "stuck in"), h("dd", {}, p2p ? "send/recv" : `group ${e.group}, collective #${e.cseq}`)) : null,
+      e.group ? h("div", {}, h("dt", {}, "stuck in"), h("dd", {}, p2p ? "send/recv" : t("group {group}, collective #{cseq}", e))) : null,
       h("div", {}, h("dt", {}, p2p ? "unpaired" : "missing"),
         h("dd", { class: "hang-missing" }, missing.length ? missing.map(chip) : h("span", { class: "none" }, "none: every member arrived")))),
     CLASSES[e.mismatch] ? h("p", { class: "hang-why" }, CLASSES[e.mismatch]) : null,
@@ -59,7 +66,7 @@ export function hangReport(e) {
         h("thead", {},
           h("tr", {}, h("th", { rowspan: 2, scope: "col" }, "rank"),
             groups.map((g) => h("th", { colspan: 2, scope: "colgroup", class: ["fr-group", g === e.group && "stuck-group"] },
-              g === "p2p" ? "send / recv" : `group ${g}`))),
+              g === "p2p" ? "send / recv" : t("group {group}", { group: g })))),
           h("tr", {}, groups.map(() => [h("th", { scope: "col" }, "last begun"), h("th", { scope: "col" }, "last completed")]))),
         h("tbody", {}, ranks.map((r) => h("tr", { class: ["fr-row", missing.includes(r) && "missing"], "data-rank": r },
           h("th", { scope: "row" }, chip(r), missing.includes(r) ? h("span", { class: "missing-tag" }, p2p ? "unpaired" : "missing") : null),
@@ -67,7 +74,7 @@ export function hangReport(e) {
             const st = (e.ranks[r] || {})[g];
             const stuck = stuckIn(st);
             return [
-              h("td", { class: ["fr-cell", stuck && "stuck"], title: stuck ? `rank ${r} began this call and never completed it` : null },
+              h("td", { class: ["fr-cell", stuck && "stuck"], title: stuck ? t("rank {rank} began this call and never completed it", { rank: r }) : null },
                 call(st?.last_begun, stuck) || h("span", { class: "none" }, "–")),
               h("td", { class: "fr-cell" }, call(st?.last_completed) || h("span", { class: "none" }, "–")),
             ];

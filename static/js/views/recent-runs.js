@@ -1,12 +1,13 @@
 /** Earlier runs of this lesson (newest first), each a link that replays it — shown before a run is chosen. */
 
 import { fill, h } from "paralab/dom.js";
+import { t, tPlural } from "paralab/i18n.js";
 
 function when(seconds) {
   const ago = Math.max(0, Date.now() / 1000 - seconds);
-  if (ago < 90) return "just now";
-  if (ago < 5400) return `${Math.round(ago / 60)} min ago`;
-  if (ago < 129600) return `${Math.round(ago / 3600)} h ago`;
+  if (ago < 90) return t("just now");
+  if (ago < 5400) return t("{n} min ago", { n: Math.round(ago / 60) });
+  if (ago < 129600) return t("{n} h ago", { n: Math.round(ago / 3600) });
   return new Date(seconds * 1000).toLocaleDateString();
 }
 
@@ -23,9 +24,9 @@ export function renderRecentRuns(container, runs, lessonId, { onShow = null, lim
     h("ul", { class: "recent-runs" }, mine.map((r) => {
       const query = new URLSearchParams({ world_size: r.world_size, ...r.params, run: r.id });
       return h("li", {},
-        h("a", { href: `?${query}` }, `${r.world_size} rank${r.world_size === 1 ? "" : "s"}`,
+        h("a", { href: `?${query}` }, tPlural(r.world_size, "{n} rank", "{n} ranks"),
           h("span", { class: "recent-params" }, Object.entries(r.params).map(([k, v]) => ` · ${k} ${v}`).join(""))),
-        h("span", { class: `recent-status status-${r.status}` }, r.status),
+        h("span", { class: `recent-status status-${r.status}` }, t(r.status)),
         h("span", { class: "recent-when" }, when(r.created_at)),
         onShow ? h("button", { type: "button", class: "recent-show", "data-run": r.id, onclick: () => onShow(r) },
           "Show to the room") : null);

@@ -6,6 +6,7 @@
 
 import { fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
+import { t, tServer } from "paralab/i18n.js";
 import { hangReport } from "paralab/views/hang.js";
 
 const WORDS = { none: "no run yet", queued: "queued", running: "running", paused: "paused", done: "done", failed: "failed", cancelled: "cancelled" };
@@ -21,13 +22,13 @@ export function renderRunPill(pill, { run, log, connection, note = null }) {
   const status = last ? last.status : run ? "queued" : "none";
   const busy = status === "queued" || status === "running";
   pill.dataset.status = status;
-  const detail = status === "queued" && last?.position ? ` (position ${last.position})`
+  const detail = status === "queued" && last?.position ? ` ${t("(position {position})", last)}`
     : status === "running" ? ` · ${log.length} events` : run && status !== "none" ? ` · ${log.length} events` : "";
   fill(pill,
     busy ? h("span", { class: "spinner", "aria-hidden": "true" }) : null,
     h("span", { class: "run-word" }, status === "none" ? "No run yet" : `Run ${WORDS[status] || status}`),
     detail,
-    run ? h("span", { class: "run-id", title: `run ${run.id}` }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
+    run ? h("span", { class: "run-id", title: t("run {id}", run) }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
     note ? h("span", { class: "run-note" }, note) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);
 }
@@ -53,10 +54,10 @@ export function renderFailure(container, state) {
       e.rank !== undefined && e.rank !== null
         ? [h("dt", {}, "rank"), h("dd", {}, h("span", { class: "rank-chip", style: { "--rank": rankColour(e.rank) } }, `rank ${e.rank}`))]
         : null,
-      [h("dt", {}, "what"), h("dd", { class: "failure-message" }, e.message || status)],
+      [h("dt", {}, "what"), h("dd", { class: "failure-message" }, e.message ? tServer(e.message) : t(status))],
       e.site ? [h("dt", {}, "where"), h("dd", {}, h("code", {}, e.site))] : null,
       e.ranks ? [h("dt", {}, "last lines"), h("dd", {}, Object.entries(e.ranks).map(([r, site]) =>
-        h("div", {}, `rank ${r}: `, h("code", {}, site || "no call yet"))))] : null),
+        h("div", {}, `rank ${r}: `, h("code", {}, site || t("no call yet")))))] : null),
     e.traceback ? h("details", { class: "traceback", open: true }, h("summary", {}, "traceback"), h("pre", {}, e.traceback)) : null,
     rankErrors.filter((rs) => rs.rank !== e.rank).length
       ? h("details", { class: "other-errors" }, h("summary", {}, "what the other ranks reported"),
