@@ -1,0 +1,75 @@
+"""The lesson and room pages in Chinese: no interface text is left in English — the views' sentences, the
+server's messages (a refused run, a hang report), the room's words — and back in English nothing is left in
+Chinese. What counts as English is tests/browser/untranslated.py's (the lesson's own words do not)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import open_page
+from tests.browser.untranslated import run_from_page, scrub_to, switch_to_chinese, untranslated
+
+pytestmark = pytest.mark.browser
+
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+
+
+def assert_chinese(page: Page, server, place: str) -> None:
+    left = untranslated(page, server.url)
+    assert not left, f"English left on {place}:\n" + "\n".join(f"  {f.where}: {f.text!r}" for f in left)
+
+
+@pytest.fixture
+def follower(browser: Browser):
+    yield from open_page(browser, 1200, 800, "the follower's page")
+
+
+def test_a_pipeline_run_and_a_refused_one_in_chinese(page: Page, server):
+    run_from_page(page, server.url, "tp_mlp", 3, {"seq_len": 0}, wait=False)   # a 422: two rules broken
+    expect(page.locator("#error-seq_len")).to_have_text("应大于或等于 1")
+    expect(page.locator("#error-ffn")).to_have_text("ffn=64 必须能被 rank 数（3）整除")
+    assert_chinese(page, server, "a refused run")
+
+    run_from_page(page, server.url, "pp", 2, {"microbatches": 4})
+    for fraction in (0.3, 0.6, 1.0):
+        scrub_to(page, fraction)
+        assert_chinese(page, server, f"pp at {fraction:.0%}")
+
+    # Back in English, the views draw their sentences in English again.
+    page.get_by_role("button", name=re.compile("English")).click()
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator(".stage")).not_to_contain_text(CHINESE)
+    expect(page.locator("#run-status")).to_contain_text("Run done · ")
+
+
+def test_a_hang_report_in_chinese(page: Page, server):
+    run_from_page(page, server.url, "deadlock", 2, {"timeout_s": 1})
+    expect(page.locator("#failure h2")).to_contain_text("运行卡住了")
+    expect(page.locator(".hang-sentence")).to_contain_text("始终没有进入")
+    assert_chinese(page, server, "the hang report")
+
+
+def test_a_room_in_chinese(page: Page, follower: Page, server):
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
+    switch_to_chinese(page)
+    page.locator('[data-action="present"]').click()
+    page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
+    expect(page.locator("#room-card")).to_be_visible()
+    assert_chinese(page, server, "the presenter's room card")
+
+    page.keyboard.press("Escape")
+    page.locator(".run-button").click()
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "done", timeout=45_000)
+    scrub_to(page, 0.5)
+    assert_chinese(page, server, "the presenter's page mid-run")
+
+    follower.goto(page.url)
+    switch_to_chinese(follower)
+    expect(follower.locator("#room-role")).to_have_text("正在跟随直播")
+    follower.keyboard.press("ArrowLeft")                          # exploring on their own
+    expect(follower.locator("#room-role")).to_have_text("正在自己探索")
+    expect(follower.locator("#room-where")).to_have_text(re.compile(r"^演示者在第 \d+ 个事件$"))
+    assert_chinese(follower, server, "the follower's page, exploring")
