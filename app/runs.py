@@ -182,7 +182,7 @@ class RunManager:
         metas = (run.meta() if (run := self.runs.get(run_id)) else meta for run_id, meta in self._recorded.items())
         if owner is not None:
             metas = (meta for meta in metas if meta.get("owner") == owner)
-        return heapq.nlargest(limit, metas, key=lambda meta: meta["created_at"])
+        return heapq.nlargest(limit, metas, key=lambda meta: meta.get("created_at", 0))
 
     def cancel(self, run: Run) -> None:
         if run.final:

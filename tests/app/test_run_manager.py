@@ -106,7 +106,7 @@ def test_runs_left_in_flight_are_failed_at_start_up_in_record_and_log(tmp_path):
     finished.create({"id": "fine", "status": "done"})
 
     manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-    manager._mark_interrupted_runs()
+    manager._load_recorded_runs()
 
     run = manager.get("gone")
     assert (run.status, run.error["kind"]) == ("failed", "interrupted")
