@@ -48,5 +48,5 @@ LESSON = Lesson(
             "the DP gradient sync after — the process-group grid lit up as each group communicates.",
     params=ThreeDParams,
     world_sizes=tuple(range(1, 9)),
-    sources=("program.py", "../pp/engine.py"),
+    sources=("program.py", "../pp/engine.py", "../tp_mlp/program.py"),
 )

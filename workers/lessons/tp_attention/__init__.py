@@ -41,4 +41,5 @@ LESSON = Lesson(
             "with fewer KV heads than ranks, each KV head (and its cache) replicated on t/n_kv ranks.",
     params=TpAttentionParams,
     world_sizes=tuple(range(1, 9)),
+    sources=("program.py", "../tp_mlp/program.py"),
 )
