@@ -234,6 +234,71 @@ const ZH = {
   "The password of {name} is reset; their sessions have ended.": "{name} 的密码已重置；其登录会话均已结束。",
   "Delete {name} and all of their submissions?": "删除 {name} 及其全部提交？",
   "{name} is deleted.": "{name} 已删除。",
+  "lab": "实验",
+  "paralab — sign in": "paralab — 登录",
+  "paralab — practice problems": "paralab — 练习题",
+  "paralab — admin": "paralab — 管理",
+  "paralab — lessons": "paralab — 课程",
+  // the hosted lab: signing in, joining a class
+  "Accounts are off on this server (the lecture mode): nobody needs to sign in.": "本服务器没有开启账户（讲课模式）：无需登录。",
+  "Sign in": "登录",
+  "Name": "用户名",
+  "Password": "密码",
+  "New here? Join your class": "第一次来？加入你的班级",
+  "Class code": "班级注册码",
+  "Choose a name": "取一个用户名",
+  "Choose a password (8 characters or more)": "设置密码（至少 8 个字符）",
+  "Join the class": "加入班级",
+  // the hosted lab: the problems, a problem's page
+  "Write the functions; the judge runs your code on real": "编写下面的函数；评测程序在真实的",
+  "ranks and compares every output, gradient and the communication with a reference.": "rank 上运行你的代码，把每个输出、梯度和通信都与参考实现对比。",
+  "Loading the statement…": "正在加载题目…",
+  "Write": "需要编写",
+  "Your solution (Python)": "你的解答（Python）",
+  "Submit": "提交",
+  "Put the starter code back": "恢复初始代码",
+  "Starter code": "初始代码",
+  "Your submissions": "你的提交",
+  // the hosted lab: the admin page
+  "In flight now": "正在进行",
+  "Refresh": "刷新",
+  "Runs": "运行",
+  "Owner": "所有者",
+  "Number of ranks": "rank 数",
+  "Status": "状态",
+  "Submissions": "提交",
+  "Position": "队列位置",
+  "User": "用户",
+  "Problem": "题目",
+  "Classes": "班级",
+  "Class": "班级",
+  "Sign-up code": "注册码",
+  "Students": "学生数",
+  "Results": "成绩",
+  "New class": "新班级",
+  "Create": "创建",
+  "Everyone's results per problem (CSV)": "所有人每道题的成绩（CSV）",
+  "Users": "用户",
+  "Role": "角色",
+  "student": "学生",
+  "admin": "管理员",
+  "No run in flight.": "没有进行中的运行。",
+  "No submission waiting.": "没有等待评测的提交。",
+  // the index page: the lessons, the practice problems, the keys
+  "Each lesson starts real": "每节课都会启动真实的",
+  "ranks, traces every collective and checks every number against a single process. Pick one, press Run, then step through it.":
+    "rank，追踪每一次集合通信，并把每个数与单进程的结果对比。选一节课，按“运行”，然后逐步查看。",
+  ": write the collectives yourself; a judge runs your code on real ranks and shows each check with the values that differ.":
+    "：亲手实现集合通信；评测程序在真实的 rank 上运行你的代码，逐项给出校验结果和不一致的数值。",
+  "On a lesson page:": "在课程页面：",
+  "next event,": "下一个事件，",
+  "previous,": "上一个，",
+  "first,": "第一个，",
+  "last;": "最后一个；",
+  "blanks the screen,": "黑屏，",
+  "full screen,": "全屏，",
+  "lists every key.": "列出所有快捷键。",
+  "sizes the text for a projector.": "为投影调整文字大小。",
 };
 
 /** Strings with numbers in them: [pattern on the trimmed English, Chinese with $1…]. */
@@ -254,6 +319,8 @@ const ZH_PATTERNS = [
   [/^Waiting for the judge — position (\S+) in the queue$/, "等待评测 — 队列第 $1 位"],
   [/^Passed — all (\d+) checks$/, "通过 — 全部 $1 项校验"],
   [/^Failed — (\d+) of (\d+) checks passed$/, "未通过 — $2 项校验中 $1 项通过"],
+  [/^(\d+) ranks? · write$/, "$1 个 rank · 需要编写"],
+  [/^(\d+) ranks? ·$/, "$1 个 rank ·"],
 ];
 
 /** One note of a hang report: "rank 3 last completed #1 all_reduce and finished its program". */
@@ -949,11 +1016,12 @@ function skipped(node) {
   return !el || Boolean(el.closest(SKIP));
 }
 
-/** `source` in the active language, keeping its surrounding spaces. */
+/** `source` in the active language, keeping its surrounding spaces. Inside, a run of spaces and line
+ *  breaks counts as one space, as HTML shows it (a template's sentence may wrap). */
 function localise(source) {
   const trimmed = source.trim();
   if (!trimmed || active === "en" || /^[\d\s.,:·/%×#-]*$/.test(trimmed)) return source;
-  const out = translate(trimmed, active);
+  const out = translate(trimmed.replace(/\s+/g, " "), active);
   return out === null ? source : source.replace(trimmed, () => out);
 }
 
