@@ -316,9 +316,6 @@ const ZH_PATTERNS = [
   [/^(\d+) of (\d+) checks done, all passed so far$/, "已完成 $1/$2 项校验，目前全部通过"],
   [/^(\d+) of (\d+) shards in place$/, "已就位 $1/$2 个分片"],
   [/^Theme: (.+)$/, (m, name) => `主题：${ZH[name] || name}`],
-  [/^Waiting for the judge — position (\S+) in the queue$/, "等待评测 — 队列第 $1 位"],
-  [/^Passed — all (\d+) checks$/, "通过 — 全部 $1 项校验"],
-  [/^Failed — (\d+) of (\d+) checks passed$/, "未通过 — $2 项校验中 $1 项通过"],
   [/^(\d+) ranks? · write$/, "$1 个 rank · 需要编写"],
   [/^(\d+) ranks? ·$/, "$1 个 rank ·"],
 ];
@@ -338,9 +335,15 @@ function zhWaitsIn(call) {
   return `rank ${m[1]} 在${m[3] === "to" ? "向" : "从"} rank ${m[4]} 的 ${m[2]} 中等待（tag ${m[5]}）`;
 }
 
+/** A learner's exception as the judge reports it, Python's words kept: "ValueError: boom (your line 7: x = f())". */
+function zhLearnerTrace(trace) {
+  return trace.replace(/ \(your line (\d+): ([\s\S]*)\)$/, "（你的第 $1 行：$2）");
+}
+
 /**
  * What the server says (app/runs.py, app/flight_recorder.py, app/run_start.py, app/routes/rooms.py,
- * app/routes/control.py, the lessons' parameter rules and pydantic's messages in a 422), in Chinese:
+ * app/routes/control.py, the lessons' parameter rules, pydantic's messages in a 422, and the hosted lab's
+ * refusals and the judge's reasons), in Chinese:
  * [pattern on the whole English message, Chinese with $1… or a function]. `tServer` uses the first match.
  */
 const ZH_SERVER = [
@@ -420,6 +423,67 @@ const ZH_SERVER = [
   [/^Input should be (.+)$/, (m, choices) => `应为 ${choices.replace(/ or /g, " 或 ")}`],
   [/^Field required$/, "必须填写"],
   [/^Extra inputs are not permitted$/, "本课没有这个参数"],
+  [/^String should have at most (\d+) characters?$/, "最多 $1 个字符"],
+  [/^String should have at least (\d+) characters?$/, "至少 $1 个字符"],
+  [/^String should match pattern '(.+)'$/, "应符合格式 '$1'"],
+  // the hosted lab: signing in, accounts, classes (app/routes/auth.py, app/auth.py, app/accounts.py,
+  // app/signin_limit.py, app/csrf.py, app/run_start.py's quotas)
+  [/^wrong name or password$/, "用户名或密码错误"],
+  [/^too many wrong passwords for '(.+)'; try again in (\d+) s$/, "'$1' 的密码错误次数太多；请 $2 秒后再试"],
+  [/^too many failed sign-ins from your address; try again in (\d+) s$/, "从你的地址登录失败的次数太多；请 $1 秒后再试"],
+  [/^the current password is wrong$/, "当前密码不对"],
+  [/^accounts are off \(PARALAB_AUTH=off\)(: nobody needs to sign in)?$/,
+    (m, nobody) => `本服务器没有开启账户（PARALAB_AUTH=off）${nobody ? "：无需登录" : ""}`],
+  [/^sign in first$/, "请先登录"],
+  [/^only an admin may do this$/, "只有管理员可以这样做"],
+  [/^only an admin may see this page$/, "只有管理员可以查看这个页面"],
+  [/^no user '(.+)'$/, "没有用户 '$1'"],
+  [/^you cannot delete your own account; another admin can$/, "不能删除自己的账户；可以请另一位管理员删除"],
+  [/^cross-site request refused: its (Origin|Referer) \((.*)\) is not this server \((.*)\); use the lab's own pages$/,
+    "跨站请求被拒绝：它的 $1（$2）不是本服务器（$3）；请在本实验平台自己的页面上操作"],
+  [/^a name is 1–64 letters, digits, or \. _ @ -, starting with a letter or digit$/, "用户名须为 1–64 个字母、数字或 . _ @ -，并以字母或数字开头"],
+  [/^a class name is 1–64 letters, digits, or \. _ @ -$/, "班级名须为 1–64 个字母、数字或 . _ @ -"],
+  [/^role is admin or student$/, "角色只能是管理员或学生"],
+  [/^no class '(.+)'$/, "没有班级 '$1'"],
+  [/^the name '(.+)' is taken$/, "用户名 '$1' 已被占用"],
+  [/^the class '(.+)' exists$/, "班级 '$1' 已存在"],
+  [/^no class has that sign-up code$/, "没有哪个班级使用这个注册码"],
+  [/^a password has at least (\d+) characters$/, "密码至少要有 $1 个字符"],
+  [/^the server answered (\d+)$/, "服务器返回 $1"],
+  [/^a student may start at most (\d+) ranks$/, "学生最多只能启动 $1 个 rank"],
+  [/^you have (\d+) runs queued or running; the limit is (\d+)$/, "你已有 $1 个运行在排队或运行中；上限是 $2 个"],
+  // the hosted lab: submissions and the judge (app/routes/submissions.py, app/submissions.py,
+  // workers/judge.py, workers/judge_runner.py, workers/sandbox.py)
+  [/^unknown problem '(.+)'; problems: (.+)$/, "未知的题目 '$1'；已有：$2"],
+  [/^no problem '(.+)'(?:; problems: (.+))?$/, (m, id, known) => `没有题目 '${id}'${known ? `；已有：${known}` : ""}`],
+  [/^no submission '(.+)'$/, "没有提交 '$1'"],
+  [/^you have (\d+) submissions waiting or being judged; wait for one to finish$/, "你已有 $1 个提交在等待或评测中；请等其中一个完成"],
+  [/^submission (\S+) is (\w+) already; only one waiting or being judged can be cancelled$/,
+    (m, id, status) => `提交 ${id} 已有结果（${ZH_BUILT[status] ?? status}）；只能取消等待中或评测中的提交`],
+  [/^cancelled before it was judged$/, "在评测之前已取消"],
+  [/^cancelled while it was being judged; its processes were stopped$/, "评测中被取消；它的进程已被停止"],
+  [/^the server restarted before it was judged; submit again$/, "评测之前服务器重启了；请重新提交"],
+  [/^the judge failed: ([\s\S]+)$/, "评测程序出错：$1"],
+  [/^the submission is (\d+) bytes; the limit is (\d+)$/, "提交的代码有 $1 字节；上限是 $2 字节"],
+  [/^the code does not parse: line (\d+): ([\s\S]+)$/, "代码无法解析：第 $1 行：$2"],
+  [/^line (\d+): relative imports are not allowed$/, "第 $1 行：不允许相对导入"],
+  [/^line (\d+): importing '(.+)' is not allowed; allowed: (.+)$/, "第 $1 行：不允许导入 '$2'；允许导入的有：$3"],
+  [/^the code does not define (.+)$/, "代码没有定义 $1"],
+  [/^no sandbox is available here \(bubblewrap\); the operator has not allowed unsandboxed code$/,
+    "这里没有可用的沙箱（bubblewrap）；管理员没有允许在沙箱之外运行代码"],
+  [/^stopped: ([\s\S]+)$/, (m, why) => `已停止：${tServer(why, "zh")}`],
+  [/^wall-clock limit \((\S+) s\)$/, "超过墙钟时间上限（$1 秒）"],
+  [/^CPU-time limit \((\S+) s\)$/, "超过 CPU 时间上限（$1 秒）"],
+  [/^memory limit \((\S+) MiB\)$/, "超过内存上限（$1 MiB）"],
+  [/^file-size limit \((\S+) MiB\)$/, "超过文件大小上限（$1 MiB）"],
+  [/^process limit \((\d+) processes\)$/, "超过进程数上限（$1 个进程）"],
+  [/^cancelled$/, "已取消"],
+  [/^the judge produced no result \(([\s\S]*)\)$/, (m, tail) => `评测程序没有给出结果（${tail === "no output" ? "没有输出" : tail}）`],
+  [/^your code raised while loading: ([\s\S]+)$/, (m, trace) => `你的代码在加载时抛出异常：${zhLearnerTrace(trace)}`],
+  [/^the ranks did not finish within (\S+) s — are they waiting for each other \(a deadlock: a call some rank never makes\)\?$/,
+    "各 rank 在 $1 秒内没有结束 — 它们是不是在互相等待（死锁：某个 rank 永远不会发出的调用）？"],
+  [/^rank (\d+) ended without reporting \(killed\?\)$/, "rank $1 没有报告结果就结束了（被终止了？）"],
+  [/^rank (\d+): ([\s\S]+)$/, (m, rank, trace) => `rank ${rank}：${zhLearnerTrace(trace)}`],
 ];
 
 /** Strings the views build with `t()`, `{name}` standing for what they fill in. */
@@ -954,6 +1018,24 @@ const ZH_BUILT = {
   "Type the room code from the projector.": "输入投影上的房间码。",
   "run parameters": "运行参数",
   "Every rank stops before each collective and send/recv until you release it": "每个 rank 在每次集合通信和 send/recv 之前停下，直到你放行",
+  // the hosted lab: a submission, its checks, the admin's tables (problem-page.js, lab.js)
+  "Waiting for the judge — position {position} in the queue": "等待评测 — 队列第 {position} 位",
+  "Passed — all {total} checks": "通过 — 全部 {total} 项校验",
+  "Failed — {passed} of {total} checks passed": "未通过 — {total} 项校验中 {passed} 项通过",
+  "judging": "评测中",
+  "passed": "通过",
+  "refused": "被拒绝",
+  "{time} — {status}": "{time} — {status}",
+  "PASS": "通过",
+  "FAIL": "未通过",
+  "on rank {ranks}": "在 rank {ranks} 上失败",
+  "on ranks {ranks}": "在 rank {ranks} 上失败",
+  "max abs error {error}": "最大绝对误差 {error}",
+  "at": "位置",
+  "got": "实际",
+  "performed": "实际执行",
+  "nothing": "无",
+  "{status} since {time}": "{time} 起{status}",
 };
 
 /** Labels built around a name the page already shows: [pattern, Chinese with $1… or a function]. */

@@ -1,8 +1,15 @@
 /** The hosted lab's small pages: sign in / join a class, the signed-in user's menu (change the
- * password, sign out), and the admin page. */
+ * password, sign out), and the admin page. The server's words (a refusal's `detail`) stay English in
+ * the error and are put in the page's language where shown (`errorText`, `showWords`). */
 
 import { h, fill } from "paralab/dom.js";
-import { t } from "paralab/i18n.js";
+import { currentLang, t, tServer } from "paralab/i18n.js";
+
+/** The messages of a refusal's `detail`: a sentence, or a 422's [{msg}], or the bare status. */
+function detailMessages(detail, status) {
+  if (Array.isArray(detail)) return detail.map((d) => d.msg);
+  return [typeof detail === "string" && detail ? detail : `the server answered ${status}`];
+}
 
 export async function api(method, url, body) {
   const response = await fetch(url, {
@@ -11,16 +18,35 @@ export async function api(method, url, body) {
   });
   const data = response.headers.get("content-type")?.includes("json") ? await response.json() : await response.text();
   if (!response.ok) {
-    const detail = data?.detail;
-    const text = Array.isArray(detail) ? detail.map((d) => d.msg).join("; ") : detail || `${response.status}`;
-    throw Object.assign(new Error(text), { status: response.status });
+    const messages = detailMessages(data?.detail, response.status);
+    throw Object.assign(new Error(messages.join("; ")), { status: response.status, messages });
   }
   return data;
 }
 
+/** What went wrong, in the current language: each of the server's messages through `tServer`. */
+export function errorText(error) {
+  return (error.messages || [error.message]).map((message) => tServer(message)).join("; ");
+}
+
+/** Elements whose text is built in the current language, and how: built again when it changes. */
+const worded = new Map();
+document.addEventListener("paralab:lang", () => {
+  for (const [el, words] of worded) el.textContent = words();
+});
+
+/** Put `words()` (text made with t() or tServer()) in `el`, now and after each change of language. */
+export function showWords(el, words) {
+  worded.set(el, words);
+  el.textContent = words();
+}
+
+/** A time of day in the page's language: 14:03:07, not 2:03:07 PM, in Chinese. */
+export const clock = (seconds) => new Date(seconds * 1000).toLocaleTimeString(currentLang() === "zh" ? "zh-CN" : undefined);
+
 function showError(form, error) {
   const p = form.querySelector(".lab-error");
-  p.textContent = error ? error.message : "";
+  showWords(p, () => (error ? errorText(error) : ""));
   p.hidden = !error;
 }
 
@@ -67,43 +93,47 @@ export function bindUserMenu() {
   });
 }
 
-const when = (t) => new Date(t * 1000).toLocaleTimeString();
+/** A name (of a user, a class, a lesson, a problem): never translated, even when it is "admin". */
+const named = (text) => h("td", { translate: "no" }, text);
+const since = (status, seconds) => t("{status} since {time}", { status: t(status), time: clock(seconds) });
 
 export function startAdminPage(root) {
   const body = (id) => root.querySelector(`#${id} tbody`);
+  const nothing = (text) => [h("tr", {}, h("td", { colspan: "5" }, text))];
+  const runRow = (run) => h("tr", { "data-run": run.id },
+    named(run.owner || "—"), named(run.lesson), h("td", {}, String(run.world_size)), h("td", {}, since(run.status, run.created_at)),
+    h("td", {}, h("button", { type: "button", onclick: () => api("DELETE", `/api/runs/${run.id}`).then(refresh) }, "Cancel")));
+  const submissionRow = (s) => h("tr", { "data-submission": s.id },
+    h("td", {}, s.position ? String(s.position) : t("judging")), named(s.user), named(s.problem),
+    h("td", {}, since(s.status, s.created_at)),
+    h("td", {}, h("button", { type: "button",
+      onclick: () => api("POST", `/api/admin/submissions/${s.id}/cancel`).catch(say).then(refresh) }, "Cancel")));
+  const classRow = (c) => h("tr", {},
+    named(c.name), h("td", {}, h("code", {}, c.code)), h("td", {}, String(c.students)),
+    h("td", {}, h("a", { href: `/api/admin/results.csv?class=${encodeURIComponent(c.name)}`, download: "" }, "CSV")));
+  const userRow = (u) => h("tr", { "data-user": u.name },
+    named(u.name), h("td", {}, t(u.role)), named(u.class || "—"),
+    h("td", {}, h("button", { type: "button", "data-action": "reset-password", onclick: () => resetPassword(u.name) }, "Reset password"),
+      u.name === me ? null : h("button", { type: "button", "data-action": "delete-user", onclick: () => deleteUser(u.name) }, "Delete")));
   async function refresh() {
     const [activity, classes, users] = await Promise.all([
       api("GET", "/api/admin/activity"), api("GET", "/api/admin/classes"), api("GET", "/api/admin/users")]);
-    fill(body("runs"), ...(activity.runs.length ? activity.runs.map((run) => h("tr", { "data-run": run.id },
-      h("td", {}, run.owner || "—"), h("td", {}, run.lesson), h("td", {}, String(run.world_size)),
-      h("td", {}, `${run.status} since ${when(run.created_at)}`),
-      h("td", {}, h("button", { type: "button", onclick: () => api("DELETE", `/api/runs/${run.id}`).then(refresh) }, "Cancel"))))
-      : [h("tr", {}, h("td", { colspan: "5" }, "No run in flight."))]));
-    fill(body("submissions"), ...(activity.submissions.length ? activity.submissions.map((s) => h("tr", { "data-submission": s.id },
-      h("td", {}, s.position ? String(s.position) : "judging"), h("td", {}, s.user), h("td", {}, s.problem),
-      h("td", {}, `${s.status} since ${when(s.created_at)}`),
-      h("td", {}, h("button", { type: "button",
-        onclick: () => api("POST", `/api/admin/submissions/${s.id}/cancel`).catch(say).then(refresh) }, "Cancel"))))
-      : [h("tr", {}, h("td", { colspan: "5" }, "No submission waiting."))]));
-    fill(body("classes"), ...classes.map((c) => h("tr", {},
-      h("td", {}, c.name), h("td", {}, h("code", {}, c.code)), h("td", {}, String(c.students)),
-      h("td", {}, h("a", { href: `/api/admin/results.csv?class=${encodeURIComponent(c.name)}`, download: "" }, "CSV")))));
-    fill(body("users"), ...users.map((u) => h("tr", { "data-user": u.name },
-      h("td", {}, u.name), h("td", {}, u.role), h("td", {}, u.class || "—"),
-      h("td", {}, h("button", { type: "button", "data-action": "reset-password", onclick: () => resetPassword(u.name) }, "Reset password"),
-        u.name === me ? null : h("button", { type: "button", "data-action": "delete-user", onclick: () => deleteUser(u.name) }, "Delete")))));
+    fill(body("runs"), ...(activity.runs.length ? activity.runs.map(runRow) : nothing("No run in flight.")));
+    fill(body("submissions"), ...(activity.submissions.length ? activity.submissions.map(submissionRow) : nothing("No submission waiting.")));
+    fill(body("classes"), ...classes.map(classRow));
+    fill(body("users"), ...users.map(userRow));
   }
   const me = document.querySelector(".lab-user[data-user]")?.dataset.user;
   const status = root.querySelector("#admin-status");
   function say(error) {
-    status.textContent = error ? error.message : "";
+    showWords(status, () => (error ? errorText(error) : ""));
   }
   async function resetPassword(name) {
     const password = prompt(t("New password for {name} (8 characters or more)", { name }));
     if (!password) return;
     try {
       await api("POST", `/api/admin/users/${encodeURIComponent(name)}/password`, { password });
-      status.textContent = t("The password of {name} is reset; their sessions have ended.", { name });
+      showWords(status, () => t("The password of {name} is reset; their sessions have ended.", { name }));
     } catch (error) {
       say(error);
     }
@@ -112,7 +142,7 @@ export function startAdminPage(root) {
     if (!confirm(t("Delete {name} and all of their submissions?", { name }))) return;
     try {
       await api("DELETE", `/api/admin/users/${encodeURIComponent(name)}`);
-      status.textContent = t("{name} is deleted.", { name });
+      showWords(status, () => t("{name} is deleted.", { name }));
     } catch (error) {
       say(error);
     }
@@ -135,6 +165,7 @@ export function startAdminPage(root) {
     });
   }
   root.querySelector('[data-action="refresh"]').addEventListener("click", refresh);
+  document.addEventListener("paralab:lang", refresh);
   refresh();
   setInterval(() => { if (!document.hidden) refresh(); }, 3000);
 }

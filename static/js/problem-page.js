@@ -5,10 +5,13 @@
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
  * in localStorage per problem. Submissions go through the fair queue; while one waits, its position shows,
  * and Cancel takes it out of the queue or stops its judging.
+ * The page's words are in the interface's language and drawn again when it changes; the statement, the
+ * checks' names and details are the problem's own (English) and say so with lang="en".
  */
 
 import { fill, h } from "paralab/dom.js";
-import { api } from "paralab/lab.js";
+import { t, tServer } from "paralab/i18n.js";
+import { api, clock, errorText, showWords } from "paralab/lab.js";
 import { renderMarkdown } from "paralab/markdown.js";
 import { highlightPython } from "paralab/views/python.js";
 
@@ -27,7 +30,9 @@ export async function startProblemPage(root) {
   const draftKey = `paralab:draft:${id}`;
 
   const problem = await api("GET", `/api/problems/${id}`);
-  root.querySelector(".statement").innerHTML = renderMarkdown(problem.statement);
+  const statement = root.querySelector(".statement");
+  statement.innerHTML = renderMarkdown(problem.statement);
+  Object.assign(statement, { lang: "en", translate: false });   // statement.en.md: the problem's own words
 
   const paint = () => {
     highlight.innerHTML = highlightPython(input.value).join("\n") + "\n ";
@@ -62,27 +67,36 @@ export async function startProblemPage(root) {
 
   let busy = false;
   let pending = null;          // the id of the submission waiting or being judged
+  let shown = null;            // the submission whose verdict is shown
+  const setStatus = (state, words) => {
+    status.dataset.state = state;
+    showWords(status, words);
+  };
+  document.addEventListener("paralab:lang", () => {
+    if (shown) showVerdict(shown);
+    loadHistory();
+  });
   async function send() {
     if (busy) return;
     busy = true;
     submit.disabled = true;
+    shown = null;
     fill(verdict);
     try {
       let submission = await api("POST", "/api/submissions", { problem: id, code: input.value });
       pending = submission.id;
       cancel.hidden = cancel.disabled = false;
       while (submission.status === "queued" || submission.status === "judging") {
-        status.textContent = submission.status === "queued"
-          ? `Waiting for the judge — position ${submission.position ?? "…"} in the queue`
-          : "Judging on real ranks…";
-        status.dataset.state = submission.status;
+        const { status: state, position } = submission;
+        setStatus(state, () => (state === "queued"
+          ? t("Waiting for the judge — position {position} in the queue", { position: position ?? "…" })
+          : t("Judging on real ranks…")));
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
         submission = await api("GET", `/api/submissions/${submission.id}`);
       }
       showVerdict(submission);
     } catch (error) {
-      status.textContent = error.message;
-      status.dataset.state = "error";
+      setStatus("error", () => errorText(error));
     } finally {
       busy = false;
       pending = null;
@@ -103,16 +117,10 @@ export async function startProblemPage(root) {
   }
 
   function showVerdict(submission) {
-    const passed = submission.checks.filter((c) => c.passed).length;
-    status.dataset.state = submission.status;
-    status.textContent = {
-      passed: `Passed — all ${submission.checks.length} checks`,
-      failed: `Failed — ${passed} of ${submission.checks.length} checks passed`,
-      refused: "Refused — not run",
-      cancelled: "Cancelled",
-    }[submission.status] || submission.status;
+    shown = submission;
+    setStatus(submission.status, () => verdictLine(submission));
     fill(verdict,
-      submission.reason ? h("p", { class: "verdict-reason" }, submission.reason) : null,
+      submission.reason ? h("p", { class: "verdict-reason" }, tServer(submission.reason)) : null,
       h("ul", { class: "check-list" }, submission.checks.map(renderCheck)));
   }
 
@@ -120,31 +128,49 @@ export async function startProblemPage(root) {
     try {
       const mine = await api("GET", `/api/submissions?problem=${encodeURIComponent(id)}&limit=10`);
       fill(history, ...mine.map((s) => h("li", { "data-state": s.status },
-        `${new Date(s.created_at * 1000).toLocaleTimeString()} — ${s.status}`,
-        s.position ? ` (position ${s.position})` : "")));
+        t("{time} — {status}", { time: clock(s.created_at), status: t(s.status) }),
+        s.position ? ` ${t("(position {position})", { position: s.position })}` : "")));
     } catch { /* not signed in any more: the next submit says so */ }
   }
   loadHistory();
 }
 
+/** The verdict in one line: "Failed — 1 of 2 checks passed". */
+function verdictLine(submission) {
+  const total = submission.checks.length;
+  const passed = submission.checks.filter((c) => c.passed).length;
+  return {
+    passed: () => t("Passed — all {total} checks", { total }),
+    failed: () => t("Failed — {passed} of {total} checks passed", { passed, total }),
+    refused: () => t("Refused — not run"),
+    cancelled: () => t("Cancelled"),
+  }[submission.status]?.() ?? t(submission.status);
+}
+
 const num = (v) => (typeof v === "number" ? Number(v.toPrecision(6)).toString() : String(v));
+const problemsOwn = (tag, attrs, text) => h(tag, { ...attrs, lang: "en" }, text);   // the harness's words
+
+/** The calls a communication check expected or saw, in the harness's words ("nothing" is the page's). */
+const calls = (list) => (list?.length ? problemsOwn("dd", {}, list.join("; ")) : h("dd", {}, t("nothing")));
 
 function renderCheck(check) {
   const failure = check.first_failure;
+  const ranks = check.failing_ranks.join(", ");
   return h("li", { class: ["check", check.passed ? "pass" : "fail"], "data-check": check.name },
     h("div", { class: "check-head" },
-      h("span", { class: "check-badge" }, check.passed ? "PASS" : "FAIL"),
-      h("strong", {}, check.name),
-      check.passed ? null : h("span", { class: "check-ranks" }, ` on rank${check.failing_ranks.length > 1 ? "s" : ""} ${check.failing_ranks.join(", ")}`)),
-    check.detail ? h("p", { class: "check-detail" }, check.detail) : null,
-    failure && failure.max_abs_err !== undefined ? h("p", {}, `max abs error ${num(failure.max_abs_err)}`) : null,
+      h("span", { class: "check-badge" }, check.passed ? t("PASS") : t("FAIL")),
+      problemsOwn("strong", {}, check.name),
+      check.passed ? null : h("span", { class: "check-ranks" },
+        ` ${t(check.failing_ranks.length > 1 ? "on ranks {ranks}" : "on rank {ranks}", { ranks })}`)),
+    check.detail ? problemsOwn("p", { class: "check-detail" }, check.detail) : null,
+    failure && failure.max_abs_err !== undefined ? h("p", {}, t("max abs error {error}", { error: num(failure.max_abs_err) })) : null,
     failure?.differences?.length ? h("table", { class: "lab-table differences" },
-      h("thead", {}, h("tr", {}, h("th", {}, "at"), h("th", {}, "got"), h("th", {}, "expected"))),
+      h("thead", {}, h("tr", {}, h("th", {}, t("at")), h("th", {}, t("got")), h("th", {}, t("expected")))),
       h("tbody", {}, failure.differences.map((d) => h("tr", {},
         h("td", {}, JSON.stringify(d.index)), h("td", { class: "got" }, num(d.got)), h("td", {}, num(d.expected)))))) : null,
     failure?.expected ? h("dl", { class: "communication" },
-      h("dt", {}, "expected"), h("dd", {}, failure.expected.join("; ") || "nothing"),
-      h("dt", {}, "performed"), h("dd", {}, (failure.performed || []).join("; ") || "nothing")) : null);
+      h("dt", {}, t("expected")), calls(failure.expected),
+      h("dt", {}, t("performed")), calls(failure.performed)) : null);
 }
 
 /** Tab: four spaces at the caret, or before every selected line; Shift+Tab takes up to four away. */
