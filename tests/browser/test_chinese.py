@@ -1,6 +1,7 @@
-"""The lesson and room pages in Chinese: no interface text is left in English — the views' sentences, the
-server's messages (a refused run, a hang report), the room's words — and back in English nothing is left in
-Chinese. What counts as English is tests/browser/untranslated.py's (the lesson's own words do not)."""
+"""The lesson, room and hosted-lab pages in Chinese: no interface text is left in English — the views'
+sentences, the server's messages (a refused run, a hang report, a sign-in refused, a judge's reason), the
+room's words, the lab's forms and tables — and back in English nothing is left in Chinese. What counts as
+English is tests/browser/untranslated.py's (the lesson's and the problem's own words do not)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import open_page
-from tests.browser.untranslated import run_from_page, scrub_to, switch_to_chinese, untranslated
+from tests.browser.untranslated import present, run_from_page, scrub_to, switch_to_chinese, untranslated
+from tests.browser.untranslated_lab import LAB_ENV, audit_lab
+from workers import sandbox
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +28,11 @@ def assert_chinese(page: Page, server, place: str) -> None:
 @pytest.fixture
 def follower(browser: Browser):
     yield from open_page(browser, 1200, 800, "the follower's page")
+
+
+@pytest.fixture
+def admin_page(browser: Browser):
+    yield from open_page(browser, 1400, 900, "the admin's page")
 
 
 def test_a_pipeline_run_and_a_refused_one_in_chinese(page: Page, server):
@@ -55,9 +63,7 @@ def test_a_hang_report_in_chinese(page: Page, server):
 def test_a_room_in_chinese(page: Page, follower: Page, server):
     page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
     switch_to_chinese(page)
-    page.locator('[data-action="present"]').click()
-    page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
-    expect(page.locator("#room-card")).to_be_visible()
+    present(page)
     assert_chinese(page, server, "the presenter's room card")
 
     page.keyboard.press("Escape")
@@ -73,3 +79,21 @@ def test_a_room_in_chinese(page: Page, follower: Page, server):
     expect(follower.locator("#room-role")).to_have_text("正在自己探索")
     expect(follower.locator("#room-where")).to_have_text(re.compile(r"^演示者在第 \d+ 个事件$"))
     assert_chinese(follower, server, "the follower's page, exploring")
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
+def test_the_hosted_lab_in_chinese(server_factory, page: Page, admin_page: Page):   # the server outlives the pages
+    """Sign-in (a wrong password, the limit), the problems, the password menu, a problem judged (queued,
+    cancelled, refused, failed, passed), a student's refused run, the admin page and its dialogs, and every
+    hosted-lab message of the server: nothing in English (tests/browser/untranslated_lab.py)."""
+    lab = server_factory(env=LAB_ENV)
+    report = audit_lab(page, admin_page, lab.url)
+    left = [f"{place}: {f.where}: {f.text!r}" for place, findings in report.items() for f in findings]
+    assert not left, "English left in the hosted lab:\n  " + "\n  ".join(left)
+
+    # Back in English, the verdict, the checks and the history are drawn in English again.
+    page.get_by_role("button", name=re.compile("English")).click()
+    expect(page.locator(".verdict-status")).to_have_text("Passed — all 2 checks")
+    expect(page.locator(".check-list")).not_to_contain_text(CHINESE)
+    expect(page.locator(".history")).not_to_contain_text(CHINESE)
+    expect(page.locator(".history li").first).to_contain_text("passed")

@@ -3,14 +3,18 @@
 `untranslated(page)` reads every rendered text node and every aria-label, title, placeholder and alt
 of the page, drops what is the lesson's own (its code, explanation, title, summary, parameter names and
 help, and every string its events carry: labels, tensor, check and metric names, details, units, sites),
-then numbers, identifiers (`all_reduce`, `W1`, `program.py:12`) and the words Chinese technical text
-keeps as they are (rank, all-reduce, GPU …). What still holds a Latin word is English a reader of the
-Chinese interface would see.
+then numbers, identifiers (`all_reduce`, `W1`, `program.py:12`), names the server quotes ('ada') and the
+words Chinese technical text keeps as they are (rank, all-reduce, GPU …). Text marked as not the
+interface's — `translate="no"` (a user's or a class's name) or `lang="en"` (a problem's statement) — is
+left out too. What still holds a Latin word is English a reader of the Chinese interface would see.
 
 Run as a script, it is the audit: every lesson at a small world size, scrubbed to a few places, a hang,
 a crash, step mode, refused parameters and a lecture room, each finding printed once with where it was:
 
-    python -m tests.browser.untranslated
+    python -m tests.browser.untranslated            # both passes
+    python -m tests.browser.untranslated lab        # only the hosted lab's pages
+
+and then the hosted lab's pages (tests/browser/untranslated_lab.py) on a server with accounts on.
 """
 
 from __future__ import annotations
@@ -19,12 +23,11 @@ import re
 import sys
 from dataclasses import dataclass
 
-import httpx
 
 # Text nodes and labels as the page draws them: [{text, where}], only what is rendered (a `hidden` panel,
 # a closed dialog and an empty tooltip are not; a visually hidden table for screen readers is).
 COLLECT_JS = """() => {
-  const SKIP = "code, pre, script, style, textarea, .prose, .source-code, .lesson-title, .lesson-summary";
+  const SKIP = "code, pre, script, style, textarea, .prose, .source-code, .lesson-title, .lesson-summary, [translate='no']";
   const ATTRS = ["aria-label", "title", "placeholder", "alt"];
   const shown = (el) => !el.closest(SKIP) && (!el.closest("[lang]") || el.closest("[lang]").lang.startsWith("zh"))
     && (el.checkVisibility ? el.checkVisibility() : true) && !el.closest("[hidden]");
@@ -81,15 +84,16 @@ KEPT_WORDS = {
     "barrier", "send", "recv", "isend", "irecv", "AR", "AG", "RS", "BC",
     "tp", "pp", "dp", "sp", "TP", "PP", "DP", "SP", "ZeRO", "GPipe", "FSDP", "Megatron", "PyTorch", "torch",
     "GPU", "GPUs", "CPU", "NCCL", "nccl", "gloo", "nccl-tests", "algbw", "busbw", "GQA", "KV", "FFN", "MLP",
-    "LayerNorm", "Adam", "SGD", "JSON",
-    "PNG", "SVG", "HTML", "QR", "Home", "End", "Space", "Esc", "Enter",
+    "LayerNorm", "Adam", "SGD", "JSON", "CSV", "Python", "bubblewrap", "Origin", "Referer",
+    "PNG", "SVG", "HTML", "QR", "Home", "End", "Space", "Esc", "Enter", "Ctrl",
     "B", "KiB", "MiB", "GiB", "s", "ms", "µs", "ns", "inf", "nan", "true", "false", "null",
 }
 # Names kept whole: the protocol's mismatch classes (the Chinese explanation names them so too).
 KEPT_PHRASES = ["world size", "world_size", "flight recorder", "Flight recorder", "missing ranks", "op mismatch",
                 "size mismatch", "unmatched send/recv"]
 ROOM_CODE = re.compile(r"\b[A-Z2-9]{4}-?[A-Z2-9]{4}\b")
-IDENTIFIER = re.compile(r"[\w.:/-]*(?:[_/]|\.[a-z]{1,4}\b|\d)[\w.:/-]*")   # all_reduce, W1, p2p, program.py:12
+QUOTED_NAME = re.compile(r"'[^'\s]+'")                                      # a name as the server quotes it: 'ada'
+IDENTIFIER = re.compile(r"[\w.:/=-]*(?:[_/]|\.[a-z]{1,4}\b|\d)[\w.:/=-]*")   # all_reduce, W1, p2p, program.py:12, AUTH=off
 WORD = re.compile(r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*")
 
 
@@ -100,17 +104,24 @@ class Finding:
     words: tuple[str, ...]
 
 
+def api_json(page, url: str):
+    """GET `url` as the page's user (its cookies: the hosted lab answers strangers 401), or None."""
+    response = page.request.get(url)
+    return response.json() if response.ok else None
+
+
 def lesson_strings(page, base_url: str) -> list[str]:
-    """What the lessons and the run's events say in their own words: every lesson's title (the room's
-    lesson picker lists them), this lesson's summary, parameter names, help and choices, and every string
-    of the events (a label also in its pieces, as the views split it: "step 2: send chunk 3")."""
+    """What the lessons and the run's events say in their own words: every lesson's id, title and summary
+    (the index and the room's lesson picker list them), this lesson's parameter names, help and choices, and every
+    string of the events (a label also in its pieces, as the views split it: "step 2: send chunk 3")."""
     lesson_id = page.evaluate("document.querySelector('[data-lesson]')?.dataset.lesson")
     strings = set(page.evaluate(LESSON_STRINGS_JS))
     strings |= {piece.strip() for text in list(strings) for piece in re.split(r": | — ", text)}
     strings |= {re.sub(r"^(send|recv) | \d+$", "", text) for text in list(strings)}   # as the views shorten them
-    strings |= {lesson["title"] for lesson in httpx.get(f"{base_url}/api/lessons").json()}
+    for lesson in api_json(page, f"{base_url}/api/lessons") or []:
+        strings |= {lesson["id"], lesson["title"], lesson["summary"]}
     if lesson_id:
-        lesson = httpx.get(f"{base_url}/api/lessons/{lesson_id}").json()
+        lesson = api_json(page, f"{base_url}/api/lessons/{lesson_id}")
         strings |= {lesson["title"], lesson["summary"]}
         schema = lesson["params"]
         for name, prop in schema.get("properties", {}).items():
@@ -130,13 +141,14 @@ def english_words(text: str, own: re.Pattern) -> tuple[str, ...]:
     text = own.sub(" ", text)
     for phrase in KEPT_PHRASES:
         text = text.replace(phrase, " ")
-    text = ROOM_CODE.sub(" ", IDENTIFIER.sub(" ", text))
+    text = ROOM_CODE.sub(" ", IDENTIFIER.sub(" ", QUOTED_NAME.sub(" ", text)))
     return tuple(w for w in WORD.findall(text) if len(w) > 1 and w not in KEPT_WORDS)
 
 
-def untranslated(page, base_url: str) -> list[Finding]:
-    """Interface text on `page` (shown in Chinese) that is still English."""
-    own = own_words(lesson_strings(page, base_url))
+def untranslated(page, base_url: str, names: tuple[str, ...] = ()) -> list[Finding]:
+    """Interface text on `page` (shown in Chinese) that is still English. `names`: of users and classes,
+    which the page may write inside a sentence ("ada 已删除。")."""
+    own = own_words([*lesson_strings(page, base_url), *names])
     found = []
     for item in page.evaluate(COLLECT_JS):
         words = english_words(item["text"], own)
@@ -231,10 +243,13 @@ def audit(browser, base_url: str) -> dict[str, list[Finding]]:
 
 
 def present(page) -> None:
-    """From a lesson page: Present, and wait for the room card."""
+    """From a lesson page: Present, and wait for the room card and for the room's page to show the lesson
+    (it may first be drawn with another, before the room's view names it)."""
+    lesson = page.evaluate("document.querySelector('[data-lesson]').dataset.lesson")
     page.locator('[data-action="present"]').click()
     page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
     page.wait_for_selector("#room-card:not([hidden])")
+    page.wait_for_function("(lesson) => document.querySelector('[data-lesson]').dataset.lesson === lesson", arg=lesson)
 
 
 def audit_room(browser, page, look) -> None:
@@ -264,23 +279,22 @@ def audit_room(browser, page, look) -> None:
     follower_context.close()
 
 
-def main() -> int:
+def audit_on_a_server(browser, audit_pass, env: dict) -> dict[str, list[Finding]]:
+    """`audit_pass(browser, url)` against a fresh server started with `env`."""
     from pathlib import Path
     from tempfile import mkdtemp
 
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
     from tests.conftest import LiveServer
 
-    server = LiveServer(Path(mkdtemp(prefix="paralab-zh-audit-"))).start()
+    server = LiveServer(Path(mkdtemp(prefix="paralab-zh-audit-")), env=env).start()
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            report = audit(browser, server.url)
-            browser.close()
+        return audit_pass(browser, server.url)
     finally:
         server.stop()
+
+
+def print_report(report: dict[str, list[Finding]]) -> int:
+    """Each finding once, under the first place it was seen; the number of findings."""
     print(f"looked at {len(report)} places: {', '.join(report)}")
     seen: set[tuple[str, str]] = set()
     for place, findings in report.items():
@@ -290,8 +304,27 @@ def main() -> int:
             print(f"\n== {place}")
             for f in fresh:
                 print(f"  {f.where}: {f.text!r}  {list(f.words)}")
-    return 1 if seen else 0
+    return len(seen)
+
+
+def main(argv: list[str]) -> int:
+    """Both passes, or the one named: `lessons` (the lecture mode) or `lab` (accounts on)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.browser.untranslated_lab import LAB_ENV, audit_lab_in
+
+    passes = {"lessons": (audit, {}), "lab": (audit_lab_in, LAB_ENV)}
+    chosen = argv or list(passes)
+    report: dict[str, list[Finding]] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        for name in chosen:
+            audit_pass, env = passes[name]
+            report |= {f"{name}: {place}": found for place, found in audit_on_a_server(browser, audit_pass, env).items()}
+        browser.close()
+    return 1 if print_report(report) else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
