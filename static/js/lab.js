@@ -115,9 +115,22 @@ export function startAdminPage(root) {
     named(u.name), h("td", {}, t(u.role)), named(u.class || "—"),
     h("td", {}, h("button", { type: "button", "data-action": "reset-password", onclick: () => resetPassword(u.name) }, "Reset password"),
       u.name === me ? null : h("button", { type: "button", "data-action": "delete-user", onclick: () => deleteUser(u.name) }, "Delete")));
+  let unreachable = false;
   async function refresh() {
-    const [activity, classes, users] = await Promise.all([
-      api("GET", "/api/admin/activity"), api("GET", "/api/admin/classes"), api("GET", "/api/admin/users")]);
+    let activity, classes, users;
+    try {
+      [activity, classes, users] = await Promise.all([
+        api("GET", "/api/admin/activity"), api("GET", "/api/admin/classes"), api("GET", "/api/admin/users")]);
+    } catch (error) {                                // the server is restarting, or gone: say so, keep trying
+      unreachable = true;
+      if (error.status) say(error);
+      else showWords(status, () => t("The server cannot be reached; trying again every 3 s."));
+      return;
+    }
+    if (unreachable) {
+      unreachable = false;
+      say(null);
+    }
     fill(body("runs"), ...(activity.runs.length ? activity.runs.map(runRow) : nothing("No run in flight.")));
     fill(body("submissions"), ...(activity.submissions.length ? activity.submissions.map(submissionRow) : nothing("No submission waiting.")));
     fill(body("classes"), ...classes.map(classRow));
@@ -139,7 +152,7 @@ export function startAdminPage(root) {
     }
   }
   async function deleteUser(name) {
-    if (!confirm(t("Delete {name} and all of their submissions?", { name }))) return;
+    if (!confirm(t("Delete {name} with all of their submissions and runs?", { name }))) return;
     try {
       await api("DELETE", `/api/admin/users/${encodeURIComponent(name)}`);
       showWords(status, () => t("{name} is deleted.", { name }));

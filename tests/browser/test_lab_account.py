@@ -87,8 +87,14 @@ def test_the_admin_resets_a_password_and_deletes_a_user(lab, page):
     expect(page.locator("#admin-status")).to_have_text("The password of ada is reset; their sessions have ended.")
     assert signs_in(lab, "ada", "ada-pass-9") and not signs_in(lab, "ada", "ada-pass-1")
 
-    page.once("dialog", lambda dialog: dialog.accept())
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.locator('#users tr[data-user="zed"] [data-action="delete-user"]').click()
     expect(page.locator("#admin-status")).to_have_text("zed is deleted.")
+    assert asked == ["Delete zed with all of their submissions and runs?"]
     expect(page.locator('#users tr[data-user="zed"]')).to_have_count(0)
     assert not signs_in(lab, "zed", "zed-pass-1")
+
+    lab.stop()                                        # the server goes away: the page says so, and keeps trying
+    expect(page.locator("#admin-status")).to_have_text("The server cannot be reached; trying again every 3 s.",
+                                                       timeout=10_000)
