@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,3 +193,12 @@ class RecordingSocket:
     async def send_text(self, text: str) -> None:
         self.sent.append(json.loads(text))
         await asyncio.sleep(0)
+
+
+def client(live, name: str | None = None, password: str | None = None):
+    """A client of the hosted lab with its own cookies, signed in as `name` if given; use it in a `with`."""
+    c = httpx.Client(base_url=live.url, timeout=30)
+    if name:
+        response = c.post("/api/auth/login", json={"name": name, "password": password})
+        assert response.status_code == 200, response.text
+    return closing(c)

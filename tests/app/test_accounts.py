@@ -4,13 +4,13 @@ are 404), an admin sees all; run quotas. And the lecture mode (auth off) needs n
 
 from __future__ import annotations
 
-from contextlib import closing
 
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from tests.app.helpers import client
 from tests.conftest import LiveServer
 
 ADMIN = {"name": "admin", "password": "admin-secret-1"}
@@ -27,15 +27,6 @@ def lab(tmp_path_factory):
     live.code = code
     yield live
     live.stop()
-
-
-def client(live: LiveServer, name: str | None = None, password: str | None = None):
-    """A client with its own cookies, signed in as `name` if given; use it in a `with`."""
-    c = httpx.Client(base_url=live.url, timeout=30)
-    if name:
-        response = c.post("/api/auth/login", json={"name": name, "password": password})
-        assert response.status_code == 200, response.text
-    return closing(c)
 
 
 def test_a_stranger_gets_the_sign_in_page_401s_and_a_closed_socket(lab):

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from app.accounts import Accounts
+from tests.app.helpers import client
 from tests.conftest import LiveServer
 
 ADMIN = {"name": "admin", "password": "admin-secret-1"}
@@ -27,14 +28,6 @@ def lab(tmp_path_factory):
             assert admin.post("/api/admin/users", json={"name": name, "password": f"{name}-pass-1"}).status_code == 201
     yield live
     live.stop()
-
-
-def client(live: LiveServer, name: str | None = None, password: str | None = None):
-    c = httpx.Client(base_url=live.url, timeout=30)
-    if name:
-        response = c.post("/api/auth/login", json={"name": name, "password": password})
-        assert response.status_code == 200, response.text
-    return closing(c)
 
 
 def signs_in(live: LiveServer, name: str, password: str) -> bool:
