@@ -1,0 +1,109 @@
+"""Scrubbing a recorded run on the lesson page: the main-thread time of one → or ← step, of a Home/End
+jump, and of one frame of a live run's events arriving, in headless Chromium (Debian's; never
+`playwright install`). Target: a step under 30 ms (median) on the 1,043-event pp run (Interleaved1F1B).
+
+Each step is timed inside the page (tests/browser/scrub_timing.py): the key's handler, the frame that
+draws it and the layout it forces; not the idle wait for that frame.
+Usage: python bench/scrub_speed.py [--steps 100] [--jumps 10] [--profile OUT.cpuprofile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Page, expect, sync_playwright
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions  # noqa: E402
+from tests.conftest import LiveServer  # noqa: E402
+
+RUNS = [  # (name, lesson, world size, params)
+    ("tp_mlp (small)", "tp_mlp", 4, {}),
+    ("pp 1f1b m=8", "pp", 4, {"microbatches": 8}),
+    ("pp Interleaved1F1B v=2 m=8", "pp", 4, {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 8}),
+    ("pp Interleaved1F1B v=2 m=16", "pp", 4, {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 16}),
+]
+LIVE_EVENTS_PER_FRAME = 8   # a 4-rank pp run streams about 500-1000 events a second: 8-16 a frame
+
+
+def open_recorded(page: Page, server: LiveServer, lesson: str, run: dict) -> None:
+    page.goto(f"{server.url}/lessons/{lesson}?run={run['id']}")
+    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {run['events']} / {run['events']}", timeout=60_000)
+
+
+def time_live(page: Page, server: LiveServer, lesson: str, run: dict) -> list[float]:
+    """The run's events appended to a fresh store a few per frame, as a live run's arrive."""
+    page.goto(f"{server.url}/lessons/{lesson}")
+    expect(page.locator(".lesson-title")).not_to_be_empty()
+    lines = httpx.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines()
+    events = [json.loads(line) for line in lines if line]
+    page.evaluate("(run) => window.paralab.store.load(run)", run)
+    chunks = [events[i:i + LIVE_EVENTS_PER_FRAME] for i in range(0, len(events), LIVE_EVENTS_PER_FRAME)]
+    return time_actions(page, [("append", chunk, True) for chunk in chunks])
+
+
+def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int) -> dict:
+    open_recorded(page, server, lesson, run)
+    total = run["events"]
+    time_actions(page, step_actions(total, "ArrowRight", 20, bursts=2))          # warm the JIT
+    results = {
+        "→": summary(time_actions(page, step_actions(total, "ArrowRight", steps))),
+        "←": summary(time_actions(page, step_actions(total, "ArrowLeft", steps))),
+        "Home/End": summary(time_actions(page, [("seek", 0, False)] + jump_actions(jumps))),
+    }
+    results["live frame"] = summary(time_live(page, server, lesson, run))
+    return results
+
+
+def profile_steps(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, out: Path) -> None:
+    """A CPU profile (Chrome DevTools' .cpuprofile) of `steps` → steps, to open in DevTools' Performance panel."""
+    open_recorded(page, server, lesson, run)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+    cdp.send("Profiler.start")
+    time_actions(page, step_actions(run["events"], "ArrowRight", steps))
+    out.write_text(json.dumps(cdp.send("Profiler.stop")["profile"]))
+    print(f"profile of {steps} steps on {lesson}: {out}")
+
+
+def report(name: str, events: int, results: dict) -> None:
+    print(f"\n{name} — {events} events")
+    for what, r in results.items():
+        print(f"  {what:<10} median {r['median']:7.1f} ms   p95 {r['p95']:7.1f} ms   max {r['max']:7.1f} ms   (n={r['n']})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--jumps", type=int, default=10)
+    parser.add_argument("--only", help="measure only the runs whose name contains this")
+    parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data_dir, sync_playwright() as playwright:
+        server = LiveServer(Path(data_dir)).start()
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            for name, lesson, world_size, params in RUNS:
+                if args.only and args.only not in name:
+                    continue
+                run = server.run(lesson, world_size, params)
+                assert run["status"] == "done", run
+                report(name, run["events"], measure(page, server, lesson, run, args.steps, args.jumps))
+                if args.profile and "v=2 m=8" in name:
+                    profile_steps(page, server, lesson, run, args.steps, args.profile)
+        finally:
+            browser.close()
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
