@@ -37,9 +37,56 @@ export function fill(container, ...children) {
   return container;
 }
 
+// ---- sizes, read without forcing a layout in the middle of a drawing ------------------------------
+// Reading a size after the views have written forces the browser to lay the page out there and then
+// again after the next write. So the root font size is read once per drawing, before any writes
+// (`beginDrawing`), and a container's size is kept from a ResizeObserver, which reports it after layout.
+
+let rootFontPx = null;
+const sizes = new WeakMap();            // element → {width, height}: its client size at the last layout
+const resizeListeners = new Set();
+const observer = typeof ResizeObserver === "function" ? new ResizeObserver(noteSizes) : null;
+
+function noteSizes(entries) {
+  let moved = false;
+  for (const { target } of entries) {
+    const size = { width: target.clientWidth, height: target.clientHeight };
+    const old = sizes.get(target);
+    if (old && old.width === size.width && old.height === size.height) continue;
+    sizes.set(target, size);
+    moved = true;
+  }
+  if (moved) for (const fn of resizeListeners) fn();
+}
+
+/** Call before a drawing writes anything: the root font size is read here, once. */
+export function beginDrawing() {
+  rootFontPx = null;
+  remPx();
+}
+
+/** Call `fn` when a container measured with `sizeOf` changes size (the drawing is then due again). */
+export function onResize(fn) {
+  resizeListeners.add(fn);
+}
+
 /** The root font size in CSS pixels: drawings scale with the text-size control. */
 export function remPx() {
-  return parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+  rootFontPx ??= parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+  return rootFontPx;
+}
+
+/** `el`'s client width and height, as of the last layout; measured now only the first time, or while 0
+ *  (hidden: it may be shown by this very drawing). */
+export function sizeOf(el) {
+  if (!observer) return { width: el.clientWidth, height: el.clientHeight };
+  let size = sizes.get(el);
+  if (!size || !size.width) {
+    size = { width: el.clientWidth, height: el.clientHeight };
+    sizes.set(el, size);
+    observer?.observe(el);
+  }
+  return size;
 }
 
 /** Draw only when `key` changed since the last draw into `container` (keeps animations running), or the
@@ -51,3 +98,4 @@ export function changed(container, drawn) {
   drawnKeys.set(container, key);
   return true;
 }
+

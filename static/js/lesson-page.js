@@ -3,6 +3,7 @@
  * State lives in the store; every frame the views draw `stateAt(log, cursor)`; controls send actions.
  */
 
+import { beginDrawing, onResize } from "paralab/dom.js";
 import { createStore } from "paralab/store.js";
 import { connectRun } from "paralab/connection.js";
 import { currentLang, t, tPlural } from "paralab/i18n.js";
@@ -79,6 +80,7 @@ export function scheduleRender() {
 
 function render() {
   frame = 0;
+  beginDrawing();
   const { run, log, cursor } = store.state;
   const state = stateAt(log, cursor, run?.world_size || 0);
   const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0 };
@@ -95,7 +97,7 @@ function render() {
   $("#origins-panel").hidden = !origins;
   renderTensors($("#tensors"), state, { ...ctx, skip: new Set([...originNames(state), ...ringNames(state)]) });
   renderChecks($("#checks"), state, ctx);
-  renderComm($("#comm"), state);
+  renderComm($("#comm"), state, ctx);
   $("#cost-panel").hidden = !renderCost($("#cost"), state, ctx);
   renderParallelism(state, { ...ctx, lesson: lessonId, params: run?.params });
   renderFailure($("#failure"), state);
@@ -132,6 +134,7 @@ function renderStepperPanel(state, live) {
 
 for (const name of ["run", "log", "cursor"]) store.on(name, scheduleRender);
 window.addEventListener("resize", () => scheduleRender());
+onResize(() => scheduleRender());
 
 // ---- runs -------------------------------------------------------------------------------------------
 export function openRun(run, { seq = null } = {}) {

@@ -4,7 +4,7 @@
  * lecturer can talk over it); ranks that have finished show their outputs. Derived from the log only.
  */
 
-import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { rankColour, SUM_COLOUR } from "paralab/palette.js";
 import { t } from "paralab/i18n.js";
 import { formatBytes, parseSite, rankList } from "paralab/replay.js";
@@ -106,7 +106,7 @@ export function drawCollective(layout, c, rem) {
 export function renderCollective(container, state) {
   const c = state.current;
   const rem = remPx();
-  const width = Math.max(320, container.clientWidth || 640);
+  const width = Math.max(320, sizeOf(container).width || 640);
   const key = c ? [c.key, c.begins.size, c.ends.size, width, rem, state.event?.kind === "collective"].join("|") : "none";
   if (!changed(container, key)) return;
   if (!c) {

@@ -5,7 +5,7 @@
  * chart fills in as the sweep's points arrive.
  */
 
-import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize, modelFormula } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
 
@@ -75,7 +75,7 @@ export function renderCost(container, state, { runId, worldSize }) {
     return false;
   }
   const rem = remPx();
-  const width = Math.max(320, Math.min(container.clientWidth || 640, 46 * rem));
+  const width = Math.max(320, Math.min(sizeOf(container).width || 640, 46 * rem));
   const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq].join(",");
   if (!changed(container, key)) return true;
   const collectives = [...state.collectives.values()];

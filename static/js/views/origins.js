@@ -8,7 +8,7 @@
  * Drawn from the state at the cursor: a rank's after-row appears when its `after` event has happened.
  */
 
-import { changed, fill, h, remPx } from "paralab/dom.js";
+import { changed, fill, h, remPx, sizeOf } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber, rankList } from "paralab/replay.js";
@@ -111,7 +111,7 @@ export function renderOrigins(container, state, { runId, worldSize }) {
   const before = pair.beforeName ? state.loose.get(pair.beforeName) : new Map();
   const after = state.loose.get(pair.afterName);
   const rem = remPx();
-  const width = Math.max(320, container.clientWidth || 640);
+  const width = Math.max(320, sizeOf(container).width || 640);
   const key = [runId, rem, width, op, ...[...before.values(), ...after.values()].map((e) => e.seq)].join(",");
   if (!changed(container, key)) return true;
 

@@ -4,7 +4,7 @@
  * (ringed: it waits at a step-mode gate before that call; pulsing: it is inside the call).
  */
 
-import { changed, fill, h } from "paralab/dom.js";
+import { changed, fill, h, sizeOf } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { highlightPython } from "paralab/views/python.js";
@@ -79,10 +79,11 @@ export function renderSource(container, state, { sources, onPick }) {
       line.classList.add("current");
       line.setAttribute("aria-current", "true");
     }
-    const shownKey = `${path}:${site.line}:${code.clientHeight}`;   // re-centre after a resize, too
+    const height = sizeOf(code).height;
+    const shownKey = `${path}:${site.line}:${height}`;   // re-centre after a resize, too
     if (line && code.dataset.shown !== shownKey) {
       code.dataset.shown = shownKey;
-      const top = line.offsetTop - code.clientHeight / 2 + line.offsetHeight / 2;
+      const top = line.offsetTop - height / 2 + line.offsetHeight / 2;
       code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
     }
   } else {

@@ -6,7 +6,7 @@
  * PP, DP) and the sends point at the recvs that took them.
  */
 
-import { changed, fill, h, remPx } from "paralab/dom.js";
+import { changed, fill, h, remPx, sizeOf } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { formatMs, ganttFrame, ganttSvg, timeAxis } from "paralab/views/gantt.js";
 
@@ -172,7 +172,7 @@ export function renderTimeline(container, state, { runId, lesson }) {
     return true;
   }
   const rem = remPx();
-  const width = Math.max(480, container.clientWidth || 900);
+  const width = Math.max(480, sizeOf(container).width || 900);
   const key = [runId, state.index, width, rem].join(",");
   if (!changed(container, key)) return true;
   const topology = Boolean(state.topology);

@@ -7,7 +7,7 @@
  * link. Below: the traffic of each kind of group so far, and the DP sync's bytes against the formula.
  */
 
-import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatBytes, rankList } from "paralab/replay.js";
@@ -216,7 +216,7 @@ export function renderTopology(container, state, { runId, params }) {
     return true;
   }
   const rem = remPx();
-  const width = Math.max(320, container.clientWidth || 700);
+  const width = Math.max(320, sizeOf(container).width || 700);
   const key = [runId, state.index, width, rem].join(",");
   if (!changed(container, key)) return true;
   const { svg, groups, links } = drawGrid(topology, state, width, rem);
