@@ -99,3 +99,107 @@ export function changed(container, drawn) {
   return true;
 }
 
+// ---- redrawing without rebuilding -------------------------------------------------------------------
+// A step changes a few things on a panel; rebuilding all of it costs the building and the browser's
+// styling and layout of every new node. A drawing asks a cache for its nodes by keys that name all they
+// show: a key the last drawing asked for too gets that very node back, and `place` leaves a node that
+// is already where it belongs alone.
+
+/**
+ * Nodes kept from one drawing to the next. `get(key, make)`: the last drawing's node for `key`, or
+ * `make()`'s; `done()` ends a drawing and forgets the nodes it did not ask for. A change of the
+ * interface's language forgets them all (their text is in it).
+ */
+export function nodeCache() {
+  let last = new Map();
+  let now = new Map();
+  let lang = null;
+  return {
+    get(key, make) {
+      let node = lang === document.documentElement.lang ? last.get(key) : undefined;
+      if (node) last.delete(key);
+      else node = make();
+      now.set(key, node);
+      return node;
+    },
+    done() {
+      last = now;
+      now = new Map();
+      lang = document.documentElement.lang;
+    },
+  };
+}
+
+const caches = new WeakMap();
+/** The node cache of `container` (one per name: a view may keep several). */
+export function cacheOf(container, name = "") {
+  if (!caches.has(container)) caches.set(container, new Map());
+  const byName = caches.get(container);
+  if (!byName.has(name)) byName.set(name, nodeCache());
+  return byName.get(name);
+}
+
+/** Make `nodes` the children of `parent`, in order, moving and removing only what differs. */
+export function place(parent, nodes) {
+  const wanted = new Set(nodes);
+  let at = parent.firstChild;
+  for (const node of nodes) {
+    while (at && !wanted.has(at)) {
+      const next = at.nextSibling;
+      at.remove();
+      at = next;
+    }
+    if (node === at) at = at.nextSibling;
+    else parent.insertBefore(node, at);
+  }
+  while (at) {
+    const next = at.nextSibling;
+    at.remove();
+    at = next;
+  }
+  return parent;
+}
+
+/** Set `el`'s attributes to `attrs` where they differ (null: removed). */
+export function setAttributes(el, attrs) {
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) el.removeAttribute(name);
+    else if (el.getAttribute(name) !== String(value)) el.setAttribute(name, String(value));
+  }
+  return el;
+}
+
+/**
+ * Like `fill`, but the container's present nodes are made to look like the new ones instead of being
+ * replaced: attributes and text that did not change stay untouched, so the browser restyles and lays
+ * out only what did. For drawings without listeners on their nodes (tables, captions, text); an
+ * element's listeners are not carried over.
+ */
+export function morph(container, ...children) {
+  const fresh = build(document.createDocumentFragment(), {}, children);
+  morphChildren(container, [...fresh.childNodes]);
+  return container;
+}
+
+function morphChildren(target, nodes) {
+  const old = [...target.childNodes];
+  nodes.forEach((node, i) => {
+    if (i >= old.length) target.append(node);
+    else if (!morphNode(old[i], node)) target.replaceChild(node, old[i]);
+  });
+  for (let i = nodes.length; i < old.length; i++) old[i].remove();
+}
+
+/** Make `was` look like `node`; false when it cannot (another kind of node). */
+function morphNode(was, node) {
+  if (was.nodeType !== node.nodeType || was.nodeName !== node.nodeName) return false;
+  if (node.nodeType === Node.TEXT_NODE) {
+    if (was.data !== node.data) was.data = node.data;
+    return true;
+  }
+  if (node.nodeType !== Node.ELEMENT_NODE) return false;
+  for (const { name, value } of node.attributes) if (was.getAttribute(name) !== value) was.setAttribute(name, value);
+  for (const { name } of [...was.attributes]) if (!node.hasAttribute(name)) was.removeAttribute(name);
+  morphChildren(was, [...node.childNodes]);
+  return true;
+}

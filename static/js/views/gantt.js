@@ -9,7 +9,7 @@
  *   arrows: [{from: {row, t}, to: {row, t}, cls, title}]   from the bottom of one row's last lane to the top of another's
  */
 
-import { s } from "paralab/dom.js";
+import { nodeCache, place, s, setAttributes } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 
 /** A tick step of 1, 2 or 5 × 10^k that cuts `span` into about `parts`. */
@@ -73,10 +73,11 @@ export function rowLabel(row, y, height, frame, { chip = true } = {}) {
 
 /**
  * The chart as an SVG element. `axis` from timeAxis; `now`: the cursor's time (a vertical line);
- * `axisLabel`: under the ticks.
+ * `axisLabel`: under the ticks. `cache` (dom.js nodeCache): a redraw with it keeps the same <svg> and
+ * every part whose drawing did not change — a step moves a few blocks, not the chart.
  */
 export function ganttSvg({ rows, arrows = [], axis, frame, now = null, axisLabel = "time since the first block (ms)",
-                           className = "", ariaLabel = "timeline of each rank", gap = 0.45 }) {
+                           className = "", ariaLabel = "timeline of each rank", gap = 0.45, cache = nodeCache() }) {
   const rem = frame.rem;
   const X = xScale(frame, axis);
   const top = 0.3 * rem;
@@ -94,39 +95,38 @@ export function ganttSvg({ rows, arrows = [], axis, frame, now = null, axisLabel
   }
   const plotBottom = y - gap * rem + 0.2 * rem;
   const height = plotBottom + 2.6 * rem;
-  const svg = s("svg", { class: ["gantt", className], viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height,
-                         role: "img", "aria-label": ariaLabel, style: `font-size: ${0.78 * rem}px` });
-  const defs = s("defs", {},
-    s("marker", { id: "gantt-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" },
-      s("path", { d: "M0,0 L10,5 L0,10 z", class: "gantt-arrowhead" })),
-    s("pattern", { id: "gantt-hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
-      s("rect", { width: 6, height: 6, fill: "#fef3c7" }), s("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#f59e0b", "stroke-width": 3 })));
-  svg.append(defs);
+  const leaf = (tag, attrs, text) => cache.get(tag + JSON.stringify(attrs) + (text ?? ""), () => s(tag, attrs, text));
+  const svg = setAttributes(cache.get("svg", () => s("svg", {})), {
+    class: ["gantt", className].filter(Boolean).join(" "), viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height,
+    role: "img", "aria-label": ariaLabel, style: `font-size: ${0.78 * rem}px` });
+  const parts = [cache.get("defs", ganttDefs)];
 
   // ticks and grid
   for (let t = axis.start, i = 0; t <= axis.end + 1e-9; t += axis.step, i++) {
     const x = X(t);
-    svg.append(s("line", { x1: x, x2: x, y1: top, y2: plotBottom, class: "gantt-grid" }),
-      s("text", { x, y: plotBottom + 0.9 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(t - axis.start)));
+    parts.push(leaf("line", { x1: x, x2: x, y1: top, y2: plotBottom, class: "gantt-grid" }),
+      leaf("text", { x, y: plotBottom + 0.9 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(t - axis.start)));
   }
-  svg.append(s("text", { x: frame.left + frame.plot / 2, y: plotBottom + 2.1 * rem, "text-anchor": "middle", class: "gantt-axis-label" }, axisLabel));
+  parts.push(leaf("text", { x: frame.left + frame.plot / 2, y: plotBottom + 2.1 * rem, "text-anchor": "middle", class: "gantt-axis-label" }, axisLabel));
 
   const charPx = 0.84 * rem * 0.62;      // bold block text at 0.84rem
   for (const { row, y0, y1, lanes } of laid) {
-    const g = s("g", { class: ["gantt-row", ...[row.cls].flat()], "data-rank": row.rank });
-    g.append(s("rect", { x: frame.left, y: y0, width: frame.plot, height: y1 - y0, class: "gantt-row-bg" }));
-    g.append(rowLabel(row, y0, y1 - y0, frame));
-    for (const lane of lanes) {
-      const lg = s("g", { class: ["gantt-lane", ...[lane.cls].flat()] });
-      lg.append(s("line", { x1: frame.left, x2: frame.right, y1: lane.y + lane.h, y2: lane.y + lane.h, class: "gantt-baseline" }));
-      for (const b of lane.blocks) lg.append(drawBlock(b, lane, X, frame, charPx, rem));
-      g.append(lg);
-    }
+    const cls = ["gantt-row", ...[row.cls].flat()];
+    const g = cache.get(`row${JSON.stringify([row.rank, cls])}`, () => s("g", { class: cls, "data-rank": row.rank }));
+    const rowParts = [leaf("rect", { x: frame.left, y: y0, width: frame.plot, height: y1 - y0, class: "gantt-row-bg" }),
+      cache.get(`label${JSON.stringify([row.rank, row.label, row.sub, row.badge, y0, y1, frame.left, rem])}`, () => rowLabel(row, y0, y1 - y0, frame))];
+    lanes.forEach((lane, k) => {
+      const laneCls = ["gantt-lane", ...[lane.cls].flat()];
+      const lg = cache.get(`lane${JSON.stringify([row.rank, k, laneCls])}`, () => s("g", { class: laneCls }));
+      rowParts.push(place(lg, [leaf("line", { x1: frame.left, x2: frame.right, y1: lane.y + lane.h, y2: lane.y + lane.h, class: "gantt-baseline" }),
+        ...lane.blocks.map((b) => drawBlock(b, lane, X, frame, charPx, rem, cache))]));
+    });
     if (row.right !== undefined && row.right !== null) {
-      g.append(s("text", { x: frame.right + 0.5 * rem, y: (y0 + y1) / 2, "dominant-baseline": "central", class: ["gantt-right", ...[row.rightClass].flat()] },
-        row.right, row.rightTitle ? s("title", {}, row.rightTitle) : null));
+      const right = { x: frame.right + 0.5 * rem, y: (y0 + y1) / 2, "dominant-baseline": "central", class: ["gantt-right", ...[row.rightClass].flat()] };
+      rowParts.push(cache.get(`right${JSON.stringify([right, row.right, row.rightTitle])}`,
+        () => s("text", right, row.right, row.rightTitle ? s("title", {}, row.rightTitle) : null)));
     }
-    svg.append(g);
+    parts.push(place(g, rowParts));
   }
 
   for (const a of arrows) {
@@ -139,36 +139,45 @@ export function ganttSvg({ rows, arrows = [], axis, frame, now = null, axisLabel
     const down = a.to.row > a.from.row;
     const y0 = down ? from.y1 : from.y0;
     const y1 = down ? to.y0 : to.y1;
-    svg.append(s("path", { d: `M${x0.toFixed(1)},${y0.toFixed(1)} L${x1.toFixed(1)},${y1.toFixed(1)}`, class: ["gantt-arrow", ...[a.cls].flat()],
-                           "marker-end": "url(#gantt-arrow)" }, a.title ? s("title", {}, a.title) : null));
+    const attrs = { d: `M${x0.toFixed(1)},${y0.toFixed(1)} L${x1.toFixed(1)},${y1.toFixed(1)}`, class: ["gantt-arrow", ...[a.cls].flat()],
+                    "marker-end": "url(#gantt-arrow)" };
+    parts.push(cache.get(`arrow${JSON.stringify([attrs, a.title])}`, () => s("path", attrs, a.title ? s("title", {}, a.title) : null)));
   }
 
   if (now !== null && now >= axis.start && now <= axis.end) {
     const x = X(now);
-    svg.append(s("line", { x1: x, x2: x, y1: top - 0.2 * rem, y2: plotBottom, class: "gantt-now" }));
+    parts.push(leaf("line", { x1: x, x2: x, y1: top - 0.2 * rem, y2: plotBottom, class: "gantt-now" }));
   }
-  return svg;
+  cache.done();
+  return place(svg, parts);
 }
 
-function drawBlock(b, lane, X, frame, charPx, rem) {
+function ganttDefs() {
+  return s("defs", {},
+    s("marker", { id: "gantt-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "gantt-arrowhead" })),
+    s("pattern", { id: "gantt-hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
+      s("rect", { width: 6, height: 6, fill: "#fef3c7" }), s("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#f59e0b", "stroke-width": 3 })));
+}
+
+/** A block's <g> (its rect, title and text), the cached one when it is drawn exactly as last time. */
+function drawBlock(b, lane, X, frame, charPx, rem, cache) {
   const x0 = Math.max(frame.left, X(b.t0));
   if (b.tick) {
-    if (X(b.t0) < frame.left || x0 > frame.right) return s("g", {});
-    return s("path", { d: `M${x0},${lane.y + lane.h} l${-0.28 * rem},${-0.45 * rem} h${0.56 * rem} z`, class: ["gantt-tick-mark", ...[b.cls].flat()], fill: b.fill },
-      b.title ? s("title", {}, b.title) : null);
+    if (X(b.t0) < frame.left || x0 > frame.right) return cache.get("nothing", () => s("g", {}));
+    const attrs = { d: `M${x0},${lane.y + lane.h} l${-0.28 * rem},${-0.45 * rem} h${0.56 * rem} z`, class: ["gantt-tick-mark", ...[b.cls].flat()], fill: b.fill };
+    return cache.get(`tick${JSON.stringify([attrs, b.title])}`, () => s("path", attrs, b.title ? s("title", {}, b.title) : null));
   }
-  if (X(b.t1) < frame.left || x0 > frame.right) return s("g", {});   // wholly outside the axis
+  if (X(b.t1) < frame.left || x0 > frame.right) return cache.get("nothing", () => s("g", {}));   // wholly outside the axis
   const x1 = Math.min(frame.right, X(b.t1));
   const w = Math.max(x1 - x0, 2);
   const attrs = { class: ["gantt-block", ...[b.cls].flat()], ...(b.data || {}) };
-  const g = s("g", attrs);
-  g.append(s("rect", { x: x0, y: lane.y, width: w, height: lane.h, fill: b.fill, stroke: b.stroke || "var(--card, white)",
-                       "stroke-width": b.stroke ? 1.5 : 1, rx: Math.min(3, w / 3) }));
-  if (b.title) g.append(s("title", {}, b.title));
+  const rect = { x: x0, y: lane.y, width: w, height: lane.h, fill: b.fill, stroke: b.stroke || "var(--card, white)",
+                 "stroke-width": b.stroke ? 1.5 : 1, rx: Math.min(3, w / 3) };
   const text = fitText(b, w, charPx);
-  if (text) {
-    g.append(s("text", { x: x0 + w / 2, y: lane.y + lane.h / 2, "text-anchor": "middle", "dominant-baseline": "central",
-                         class: "gantt-text", fill: b.ink || "white" }, text));
-  }
-  return g;
+  return cache.get(`block${JSON.stringify([attrs, rect, b.title, text, b.ink])}`, () => s("g", attrs,
+    s("rect", rect),
+    b.title ? s("title", {}, b.title) : null,
+    text ? s("text", { x: x0 + w / 2, y: lane.y + lane.h / 2, "text-anchor": "middle", "dominant-baseline": "central",
+                       class: "gantt-text", fill: b.ink || "white" }, text) : null));
 }

@@ -6,7 +6,7 @@
  * and the activations each rank holds over time against the bound of its schedule.
  */
 
-import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { cacheOf, changed, fill, h, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
 import { t, tPlural } from "paralab/i18n.js";
 import { formatBytes } from "paralab/replay.js";
 import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
@@ -135,7 +135,8 @@ function progressOf(state) {
   return progress;
 }
 
-function idealGridSvg(schedule, frame, { slow, progress }) {
+/** The grid of the ideal schedule, without progress (see `showProgress`): it changes only with the size. */
+function idealGridSvg(schedule, frame, { slow }) {
   const rem = frame.rem;
   const grid = schedule.grid || [];
   const cols = Math.max(1, ...grid.map((row) => row.length));
@@ -164,9 +165,7 @@ function idealGridSvg(schedule, frame, { slow, progress }) {
       busy += 1;
       const parts = action.overlap || [action];
       const ph = ch / parts.length;
-      const states = parts.map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
-      const cellState = states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
-      const cell_ = s("g", { class: ["ideal-cell", action.overlap && "overlap", cellState], "data-action": cell });
+      const cell_ = s("g", { class: ["ideal-cell", action.overlap && "overlap"], "data-action": cell });
       parts.forEach((a, k) => {
         const colours = look(a.kind, chunkOf(placement, r, a.stage));
         cell_.append(s("rect", { x: x + 0.5, y: y + k * ph, width: cw - 1, height: ph, fill: colours.fill, stroke: colours.stroke || "none", "stroke-width": colours.stroke ? 1.2 : 0 }));
@@ -191,6 +190,18 @@ function idealGridSvg(schedule, frame, { slow, progress }) {
   }
   svg.append(s("text", { x: frame.left + frame.plot / 2, y: bottom + 2.0 * rem, "text-anchor": "middle", class: "gantt-axis-label" },
     "slots of the ideal schedule: every action one unit of time"));
+  return svg;
+}
+
+/** Each cell of the ideal grid as done, running (outlined) or todo (faded) at the cursor. */
+function showProgress(svg, progress) {
+  for (const cell of svg.querySelectorAll(".ideal-cell")) {
+    const action = parseAction(cell.dataset.action);
+    const states = (action.overlap || [action]).map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
+    const state = states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
+    const cls = ["ideal-cell", action.overlap && "overlap", state].filter(Boolean).join(" ");
+    if (cell.getAttribute("class") !== cls) cell.setAttribute("class", cls);
+  }
   return svg;
 }
 
@@ -241,9 +252,10 @@ function bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage }) {
 
 // ---- activations in flight -------------------------------------------------------------------------
 
-function activationsSvg(state, frame, axis, { schedule, p, m, slow }) {
+function activationsSvg(state, frame, axis, { schedule, p, m, slow }, cache) {
   const rem = frame.rem;
   const X = xScale(frame, axis);
+  const leaf = (tag, attrs, text) => cache.get(tag + JSON.stringify(attrs) + (text ?? ""), () => s(tag, attrs, text));
   const series = state.rankMetrics.get("activations_in_flight") || new Map();
   const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
   const peakBytes = state.rankMetrics.get("peak_activation_bytes") || new Map();
@@ -257,16 +269,17 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }) {
   const gap = 0.5 * rem;
   const y0 = 0.4 * rem;
   const height = y0 + state.ranks.length * (rowH + gap) + 1.9 * rem;
-  const svg = s("svg", { class: "gantt activations-chart", viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height, role: "img",
-                         "aria-label": "activations in flight on each rank over time", style: `font-size: ${0.78 * rem}px` });
-  state.ranks.forEach((rs, i) => {
+  const svg = setAttributes(cache.get("svg", () => s("svg", {})), { class: "gantt activations-chart", viewBox: `0 0 ${frame.width} ${height}`,
+    width: frame.width, height, role: "img", "aria-label": "activations in flight on each rank over time", style: `font-size: ${0.78 * rem}px` });
+  const parts = state.ranks.map((rs, i) => {
     const y = y0 + i * (rowH + gap);
     const Y = (v) => y + rowH - (v / top) * rowH;
-    const g = s("g", { class: ["gantt-row", "activation-row", slow.has(rs.rank) && "slow"], "data-rank": rs.rank });
-    g.append(s("rect", { x: frame.left, y, width: frame.plot, height: rowH, class: "gantt-row-bg" }));
-    g.append(s("text", { x: 0.3 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "act-rank" }, `rank ${rs.rank}`));
+    const rowCls = ["gantt-row", "activation-row", slow.has(rs.rank) && "slow"];
+    const g = cache.get(`row${JSON.stringify([rs.rank, rowCls])}`, () => s("g", { class: rowCls, "data-rank": rs.rank }));
+    const rowParts = [leaf("rect", { x: frame.left, y, width: frame.plot, height: rowH, class: "gantt-row-bg" }),
+      leaf("text", { x: 0.3 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "act-rank" }, `rank ${rs.rank}`)];
     for (const v of [0, top]) {
-      g.append(s("text", { x: frame.left - 0.35 * rem, y: Y(v), "text-anchor": "end", "dominant-baseline": "central", class: "gantt-tick" }, String(v)));
+      rowParts.push(leaf("text", { x: frame.left - 0.35 * rem, y: Y(v), "text-anchor": "end", "dominant-baseline": "central", class: "gantt-tick" }, String(v)));
     }
     const points = series.get(rs.rank) || [];
     let d = `M${X(axis.start).toFixed(1)},${Y(0).toFixed(1)}`;
@@ -282,34 +295,36 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }) {
     }
     const tEnd = Math.min(axis.end, state.tNow);
     d += ` H${X(tEnd).toFixed(1)}`;
-    g.append(s("path", { d: `${d} V${Y(0).toFixed(1)} Z`, class: "act-area" }), s("path", { d, class: "act-line" }));
+    rowParts.push(leaf("path", { d: `${d} V${Y(0).toFixed(1)} Z`, class: "act-area" }), leaf("path", { d, class: "act-line" }));
     const bound = activationBound(schedule, p, m, rs.rank);
     if (bound) {
       const nearTop = Y(bound.value) - y < 0.9 * rem;
-      g.append(s("line", { x1: frame.left, x2: frame.right, y1: Y(bound.value), y2: Y(bound.value), class: "act-bound" }),
-        s("text", { x: frame.left + 0.3 * rem, y: Y(bound.value) + (nearTop ? 0.75 : -0.35) * rem, class: "act-bound-label" }, t("bound {bound} = {value}", { bound: bound.text, value: bound.value })));
+      rowParts.push(leaf("line", { x1: frame.left, x2: frame.right, y1: Y(bound.value), y2: Y(bound.value), class: "act-bound" }),
+        leaf("text", { x: frame.left + 0.3 * rem, y: Y(bound.value) + (nearTop ? 0.75 : -0.35) * rem, class: "act-bound-label" }, t("bound {bound} = {value}", { bound: bound.text, value: bound.value })));
     }
     const reported = peaks.get(rs.rank)?.at(-1)?.value;
     const reportedBytes = peakBytes.get(rs.rank)?.at(-1)?.value;
     const shownPeak = reported ?? peak;
     const over = bound && shownPeak > bound.value;
-    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 - 0.5 * rem, "dominant-baseline": "central", class: ["gantt-right", "act-peak", over && "over"] },
-      t("peak {peak}", { peak: shownPeak }) + (bound ? (over ? " ✗" : " ✓") : ""),
-      s("title", {}, bound ? t("peak {peak}, bound {bound} = {value}", { peak: shownPeak, bound: bound.text, value: bound.value }) : t("peak {peak}", { peak: shownPeak }))));
-    g.append(s("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 + 0.55 * rem, "dominant-baseline": "central", class: "gantt-right act-bytes" },
+    const peakAttrs = { x: frame.right + 0.5 * rem, y: y + rowH / 2 - 0.5 * rem, "dominant-baseline": "central", class: ["gantt-right", "act-peak", over && "over"] };
+    const peakText = t("peak {peak}", { peak: shownPeak }) + (bound ? (over ? " ✗" : " ✓") : "");
+    const peakTitle = bound ? t("peak {peak}, bound {bound} = {value}", { peak: shownPeak, bound: bound.text, value: bound.value }) : t("peak {peak}", { peak: shownPeak });
+    rowParts.push(cache.get(`peak${JSON.stringify([peakAttrs, peakText, peakTitle])}`, () => s("text", peakAttrs, peakText, s("title", {}, peakTitle))));
+    rowParts.push(leaf("text", { x: frame.right + 0.5 * rem, y: y + rowH / 2 + 0.55 * rem, "dominant-baseline": "central", class: "gantt-right act-bytes" },
       formatBytes(reportedBytes ?? peakB)));
     const held = tPlural(level, "rank {rank}: {n} microbatch of activations held now; peak {peak}",
       "rank {rank}: {n} microbatches of activations held now; peak {peak}", { rank: rs.rank, peak: shownPeak });
-    g.append(s("title", {}, held + (bound ? ` ${t("(bound {bound} = {value})", { bound: bound.text, value: bound.value })}` : "")));
-    svg.append(g);
+    rowParts.push(leaf("title", {}, held + (bound ? ` ${t("(bound {bound} = {value})", { bound: bound.text, value: bound.value })}` : "")));
+    return place(g, rowParts);
   });
   const bottom = y0 + state.ranks.length * (rowH + gap) - gap;
   for (let tick = axis.start, i = 0; tick <= axis.end + 1e-9; tick += axis.step, i++) {
-    svg.append(s("text", { x: X(tick), y: bottom + 1.0 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(tick - axis.start)));
+    parts.push(leaf("text", { x: X(tick), y: bottom + 1.0 * rem, "text-anchor": i === 0 ? "start" : "middle", class: "gantt-tick" }, formatMs(tick - axis.start)));
   }
   const e = state.event;
-  if (e && e.t >= axis.start && e.t <= axis.end) svg.append(s("line", { x1: X(e.t), x2: X(e.t), y1: y0, y2: bottom, class: "gantt-now" }));
-  return svg;
+  if (e && e.t >= axis.start && e.t <= axis.end) parts.push(leaf("line", { x1: X(e.t), x2: X(e.t), y1: y0, y2: bottom, class: "gantt-now" }));
+  cache.done();
+  return place(svg, parts);
 }
 
 // ---- the panel -------------------------------------------------------------------------------------------
@@ -345,7 +360,7 @@ export function renderPipeline(container, state, { runId, params }) {
     return true;
   }
   const rem = remPx();
-  const width = Math.max(560, container.clientWidth || 1000);
+  const width = Math.max(560, sizeOf(container).width || 1000);
   const key = [runId, state.index, width, rem].join(",");
   if (!changed(container, key)) return true;
 
@@ -355,62 +370,87 @@ export function renderPipeline(container, state, { runId, params }) {
   const v = params?.virtual_stages ?? 1;
   const placement = state.schedule?.placement || null;
   const slow = slowRanks(placement, params?.slow_stage, p);
-  const isCompute = (sp) => sp.kind === "compute";
-  const computeExtent = spanExtent(state, isCompute);
-  const all = spanExtent(state);
   const frame = ganttFrame({ width, rem });
-  let section = [];
+  const cache = cacheOf(container);
+  const keep = (parts, make) => cache.get(JSON.stringify(parts), make);
+  const kinds = actionKinds(state);
+  const anyP2p = state.p2p.length > 0;
+  const measured = measuredChart(container, state, { placement, slow, frame, p });
+  place(container, [
+    keep(["head", schedule, p, m, v, params], () => describeSchedule(schedule, p, m, v, params)),
+    keep(["legend", [...kinds].sort(), v, anyP2p], () => kindLegend(kinds, v, anyP2p)),
+    ...(measured
+      ? [keep(["measured"], () => h("h3", { class: "chart-title" }, "Measured ", h("span", { class: "panel-note" }, "each rank's stage actions as they ran; rows grow as events arrive"))),
+         place(keep(["measured-wrap"], () => h("div", { class: "gantt-wrap" })), [measured.svg])]
+      : [keep(["no-compute"], () => h("p", { class: "empty" }, "No stage has computed yet at this step."))]),
+    state.schedule
+      ? showProgress(keep(["ideal", state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
+      : keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event.")),
+    h("div", { class: "pipeline-numbers" },
+      bubbleMeter(state, { schedule, p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage: params?.slow_stage }),
+      peakTable(state, { schedule, p, m })),
+    measured ? activationsSection(keep(["activations"], activationsFrame),
+      activationsSvg(state, frame, measured.axis, { schedule, p, m, slow }, cacheOf(container, "activations"))) : null,
+  ].filter(Boolean));
+  cache.done();
+  return true;
+}
+
+/** F, B, I, W: the kinds of action the ranks ran and the ideal grid holds. */
+function actionKinds(state) {
   const kinds = new Set();
   for (const rs of state.ranks) for (const sp of rs.spans) if (sp.kind === "compute") kinds.add(sp.name);
   for (const row of state.schedule?.grid || []) for (const cell of row) {
     const a = parseAction(cell);
     for (const part of a?.overlap || (a ? [a] : [])) kinds.add(part.kind);
   }
-  if (computeExtent) {
-    const start = computeExtent.start - 0.01 * (all.end - computeExtent.start);
-    const axis = timeAxis(start, Math.max(all.end, computeExtent.end));
-    const rows = ganttRows(state, { placement, slow, extent: computeExtent });
-    const liveBubble = computeExtent && p > 0
-      ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
-    section = [
-      h("h3", { class: "chart-title" }, "Measured ", h("span", { class: "panel-note" }, "each rank's stage actions as they ran; rows grow as events arrive")),
-      h("div", { class: "gantt-wrap" }, ganttSvg({ rows, arrows: p2pArrows(state, (r) => r), axis, frame, now: state.event?.t ?? null,
-        className: "pipeline-gantt", axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7 })),
-      { liveBubble, axis },
-    ];
-  } else {
-    section = [h("p", { class: "empty" }, "No stage has computed yet at this step."), { liveBubble: null, axis: null }];
-  }
-  const { liveBubble, axis } = section.pop();
-  const notes = state.schedule?.notes || [];
-  fill(container,
-    describeSchedule(schedule, p, m, v, params),
-    kindLegend(kinds, v, state.p2p.length > 0),
-    section,
-    state.schedule
-      ? h("div", { class: "ideal" },
-          h("h3", { class: "chart-title" }, "Ideal ", h("span", { class: "panel-note" },
-            OWN_ENGINE[schedule] ? "the order paralab's engine runs, each action one slot, as early as its inputs allow"
-              : t("torch's own order of actions for Schedule{schedule}, each one slot, as early as its inputs allow", { schedule }))),
-          h("div", { class: "gantt-wrap" }, idealGridSvg(state.schedule, frame, { slow, progress: progressOf(state) })),
-          h("p", { class: "ideal-progress" }, "Faded: actions the ranks have not run yet at this step; outlined: running now."),
-          notes.length
-            ? h("div", { class: "grid-notes", role: "note" },
-                h("strong", {}, "⚠ torch's grid is wrong here — corrected: "),
-                h("ul", {}, notes.map((n) => h("li", {}, n))),
-                h("p", {}, "The grid above is the corrected one: the order the ranks actually ran."))
-            : null)
-      : h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event."),
-    h("div", { class: "pipeline-numbers" },
-      bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage: params?.slow_stage }),
-      peakTable(state, { schedule, p, m })),
-    axis
-      ? h("div", { class: "activations" },
-          h("h3", { class: "chart-title" }, "Activations in flight ", h("span", { class: "panel-note" },
-            "microbatches whose activations each rank keeps for its backward; same time axis as the chart above")),
-          h("div", { class: "gantt-wrap" }, activationsSvg(state, frame, axis, { schedule, p, m, slow })))
+  return kinds;
+}
+
+/** The measured Gantt chart ({svg, axis, liveBubble}), or null before any stage computed. */
+function measuredChart(container, state, { placement, slow, frame, p }) {
+  const computeExtent = spanExtent(state, (sp) => sp.kind === "compute");
+  if (!computeExtent) return null;
+  const end = Math.max(spanExtent(state).end, computeExtent.end);
+  // A margin of 1% before the first action, of the axis rounded to half ticks: the axis then stays put
+  // from one step to the next, and so do the blocks already drawn.
+  const rough = timeAxis(computeExtent.start, end);
+  const axis = timeAxis(computeExtent.start - 0.01 * (rough.end - computeExtent.start), end);
+  const rows = ganttRows(state, { placement, slow, extent: computeExtent });
+  const liveBubble = p > 0 ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
+  const svg = ganttSvg({ rows, arrows: p2pArrows(state, (r) => r), axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
+    axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7,
+    cache: cacheOf(container, "gantt") });
+  return { svg, axis, liveBubble };
+}
+
+function activationsFrame() {
+  return h("div", { class: "activations" },
+    h("h3", { class: "chart-title" }, "Activations in flight ", h("span", { class: "panel-note" },
+      "microbatches whose activations each rank keeps for its backward; same time axis as the chart above")),
+    h("div", { class: "gantt-wrap" }));
+}
+
+function activationsSection(section, svg) {
+  place(section.querySelector(".gantt-wrap"), [svg]);
+  return section;
+}
+
+/** The ideal grid with its title and notes (progress is marked on it at each step by `showProgress`). */
+function idealSection(scheduleEvent, schedule, frame, slow) {
+  const notes = scheduleEvent.notes || [];
+  return h("div", { class: "ideal" },
+    h("h3", { class: "chart-title" }, "Ideal ", h("span", { class: "panel-note" },
+      OWN_ENGINE[schedule] ? "the order paralab's engine runs, each action one slot, as early as its inputs allow"
+        : t("torch's own order of actions for Schedule{schedule}, each one slot, as early as its inputs allow", { schedule }))),
+    h("div", { class: "gantt-wrap" }, idealGridSvg(scheduleEvent, frame, { slow })),
+    h("p", { class: "ideal-progress" }, "Faded: actions the ranks have not run yet at this step; outlined: running now."),
+    notes.length
+      ? h("div", { class: "grid-notes", role: "note" },
+          h("strong", {}, "⚠ torch's grid is wrong here — corrected: "),
+          h("ul", {}, notes.map((n) => h("li", {}, n))),
+          h("p", {}, "The grid above is the corrected one: the order the ranks actually ran."))
       : null);
-  return true;
 }
 
 function peakTable(state, { schedule, p, m }) {
