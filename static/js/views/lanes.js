@@ -1,27 +1,64 @@
-/** One lane per rank: what the rank is doing at the cursor, and its timeline of spans so far. */
+/**
+ * One lane per rank: what the rank is doing at the cursor, and its timeline of spans so far.
+ * A step changes a lane's words and a span or two, so the lanes are kept and changed in place.
+ */
 
-import { fill, h, s } from "paralab/dom.js";
+import { cacheOf, fill, h, morph, place, s, setAttributes } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { activity } from "paralab/replay.js";
 
 const ICON = { gate: "❚❚", compute: "⚙", collective: "⇄", p2p: "→", check: "✓", tensor: "▦", error: "✗", finished: "■", idle: "·", metric: "Σ" };
+const WIDTH = 1000;          // the timeline's viewBox width
+const MIN_SPAN = 3;          // the narrowest span drawn, in viewBox units
 
-function timeline(rs, state, t0, t1) {
-  const scale = (t) => ((t - t0) / Math.max(t1 - t0, 1e-6)) * 1000;
-  const svg = s("svg", { class: "timeline", viewBox: "0 0 1000 24", preserveAspectRatio: "none", "aria-hidden": "true" });
-  svg.append(s("line", { x1: 0, x2: 1000, y1: 12, y2: 12, class: "timeline-axis" }));
+const timelines = new WeakMap();    // a lane's timeline <svg> → its parts {axis, group, nowLine, start, rects}
+
+function laneItem(rank) {
+  const parts = { axis: s("line", { x1: 0, x2: WIDTH, y1: 12, y2: 12, class: "timeline-axis" }), group: s("g", { class: "timeline-spans" }),
+                  nowLine: s("line", { y1: 0, y2: 24, class: "timeline-now" }), start: null, rects: new Map() };
+  const svg = s("svg", { class: "timeline", viewBox: `0 0 ${WIDTH} 24`, preserveAspectRatio: "none", "aria-hidden": "true" });
+  timelines.set(svg, parts);
+  return h("li", { class: "lane", "data-rank": rank, style: { "--rank": rankColour(rank) } },
+    h("span", { class: "rank-chip" }, `rank ${rank}`),
+    h("span", { class: "lane-icon", "aria-hidden": "true" }),
+    h("span", { class: "lane-activity" }),
+    svg);
+}
+
+function showActivity(lane, rs, state) {
+  const act = activity(rs, state);
+  setAttributes(lane, { class: ["lane", `doing-${act.kind}`, state.event?.rank === rs.rank && "current", act.waiting && "waiting"].filter(Boolean).join(" ") });
+  morph(lane.querySelector(".lane-icon"), ICON[act.kind] || "·");
+  morph(lane.querySelector(".lane-activity"), h("span", { class: "lane-text", title: act.text }, act.text),
+    act.label ? h("span", { class: "lane-label" }, act.label) : null);
+}
+
+/**
+ * The spans between `t0` and `t1` across the lane. They are drawn in seconds since `t0` inside a group
+ * scaled to the viewBox, so a step that moves `t1` rescales the group and leaves the spans' own
+ * coordinates alone (only those drawn at the narrowest width change).
+ */
+function showTimeline(svg, rs, state, t0, t1) {
+  const parts = timelines.get(svg);
+  const k = WIDTH / Math.max(t1 - t0, 1e-6);
+  setAttributes(parts.group, { transform: `scale(${k} 1)` });
+  if (parts.start !== t0) Object.assign(parts, { start: t0, rects: new Map() });
+  const rects = new Map();
   for (const span of rs.spans) {
-    const x0 = scale(span.t0);
-    const x1 = scale(span.t1 ?? state.tNow);
+    const rect = parts.rects.get(span.seq) || s("rect", {});
     const collective = span.kind !== "compute";
-    svg.append(s("rect", {
-      x: x0, width: Math.max(x1 - x0, 3), y: collective ? 2 : 7, height: collective ? 20 : 10,
-      fill: rankColour(rs.rank), "fill-opacity": collective ? 0.9 : 0.35, class: ["span", span.kind, span.t1 === null && "open"],
-    }));
+    setAttributes(rect, {
+      x: span.t0 - t0, width: Math.max((span.t1 ?? state.tNow) - span.t0, MIN_SPAN / k), y: collective ? 2 : 7, height: collective ? 20 : 10,
+      fill: rankColour(rs.rank), "fill-opacity": collective ? 0.9 : 0.35, class: ["span", span.kind, span.t1 === null && "open"].filter(Boolean).join(" "),
+    });
+    rects.set(span.seq, rect);
   }
+  parts.rects = rects;
+  place(parts.group, [...rects.values()]);
   const e = state.event;
-  if (e && e.rank === rs.rank) svg.append(s("line", { x1: scale(e.t), x2: scale(e.t), y1: 0, y2: 24, class: "timeline-now" }));
-  return svg;
+  const here = e && e.rank === rs.rank;
+  if (here) setAttributes(parts.nowLine, { x1: (e.t - t0) * k, x2: (e.t - t0) * k });
+  place(svg, here ? [parts.axis, parts.group, parts.nowLine] : [parts.axis, parts.group]);
 }
 
 export function renderLanes(container, state) {
@@ -32,18 +69,13 @@ export function renderLanes(container, state) {
   const times = state.ranks.flatMap((rs) => rs.spans.map((sp) => sp.t0));
   const t0 = times.length ? Math.min(...times) : 0;
   const t1 = Math.max(state.tNow, t0 + 1e-3);
-  const current = state.event?.rank;
-  fill(container, h("ol", { class: "lanes" }, state.ranks.map((rs) => {
-    const act = activity(rs, state);
-    return h("li", {
-      class: ["lane", `doing-${act.kind}`, current === rs.rank && "current", act.waiting && "waiting"],
-      "data-rank": rs.rank, style: { "--rank": rankColour(rs.rank) },
-    },
-    h("span", { class: "rank-chip" }, `rank ${rs.rank}`),
-    h("span", { class: "lane-icon", "aria-hidden": "true" }, ICON[act.kind] || "·"),
-    h("span", { class: "lane-activity" },
-      h("span", { class: "lane-text", title: act.text }, act.text),
-      act.label ? h("span", { class: "lane-label" }, act.label) : null),
-    timeline(rs, state, t0, t1));
-  })));
+  const list = container.querySelector(":scope > ol.lanes") || fill(container, h("ol", { class: "lanes" })).firstChild;
+  const cache = cacheOf(container);
+  place(list, state.ranks.map((rs) => {
+    const lane = cache.get(`lane ${rs.rank}`, () => laneItem(rs.rank));
+    showActivity(lane, rs, state);
+    showTimeline(lane.querySelector(".timeline"), rs, state, t0, t1);
+    return lane;
+  }));
+  cache.done();
 }
