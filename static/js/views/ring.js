@@ -12,7 +12,7 @@
  * step 1"), else its input — the all-gather phase goes on from the reduce-scatter's buffer.
  */
 
-import { changed, fill, h, remPx, s } from "paralab/dom.js";
+import { cacheOf, changed, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
 import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
@@ -98,11 +98,11 @@ export function renderRing(container, state, { runId, worldSize }) {
   const step = steps.find((x) => x.key === current) || steps[steps.length - 1];
   const spans = state.p2p.filter((sp) => stepOf(sp.label).key === step.key);
   const rem = remPx();
-  const width = Math.max(360, container.clientWidth || 640);
+  const width = Math.max(360, sizeOf(container).width || 640);
   const world = worldSize || state.ranks.length;
   const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
   const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
-  const key = [runId, rem, width, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
+  const key = [runId, rem, width, steps.length, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
     state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq].join(",");
   if (!changed(container, key)) return true;
 
@@ -141,10 +141,13 @@ export function renderRing(container, state, { runId, worldSize }) {
   const cellX = (i) => labelW + i * cell + Math.floor(i / per) * gap;
   const chunkCx = (c) => cellX(c * per) + (per * cell) / 2;
 
-  const svg = s("svg", { class: "ring-svg", viewBox: `0 0 ${svgW} ${height}`, width: svgW, height, role: "img",
+  const cache = cacheOf(container);
+  const leaf = (tag, attrs, text) => cache.get(tag + JSON.stringify(attrs) + (text ?? ""), () => s(tag, attrs, text));
+  const svg = setAttributes(cache.get("svg", () => s("svg", {})), { class: "ring-svg", viewBox: `0 0 ${svgW} ${height}`, width: svgW, height, role: "img",
     "aria-label": t("{step}: {n} transfers between {world} ranks", { step: step.key, n: arrows.length, world }), style: `font-size: ${0.8 * rem}px` });
+  const parts = [cache.get(`defs ${world}`, () => arrowHeads(world))];
   if (chunks > 1) {
-    for (let c = 0; c < chunks; c++) svg.append(s("text", { x: chunkCx(c), y: 0.9 * rem, "text-anchor": "middle", class: "chunk-label" }, t("chunk {n}", { n: c })));
+    for (let c = 0; c < chunks; c++) parts.push(leaf("text", { x: chunkCx(c), y: 0.9 * rem, "text-anchor": "middle", class: "chunk-label" }, t("chunk {n}", { n: c })));
   }
   const marks = new Map();   // "rank:chunk" → "out" | "in" | "in-done"
   for (const a of arrows) {
@@ -156,30 +159,31 @@ export function renderRing(container, state, { runId, worldSize }) {
   }
   for (let r = 0; r < world; r++) {
     const y = rowY(r);
-    svg.append(s("text", { x: 0.2 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "ring-rank", fill: rankColour(r) }, `rank ${r}`));
+    parts.push(leaf("text", { x: 0.2 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "ring-rank", fill: rankColour(r) }, `rank ${r}`));
     const vals = values[r];
     if (!vals.length) {
-      svg.append(s("rect", { x: labelW, y, width: n * cell - 2, height: rowH, rx: 3, class: "ring-cell empty" }),
-        s("text", { x: labelW + 0.5 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "not-yet" },
+      parts.push(leaf("rect", { x: labelW, y, width: n * cell - 2, height: rowH, rx: 3, class: "ring-cell empty" }),
+        leaf("text", { x: labelW + 0.5 * rem, y: y + rowH / 2, "dominant-baseline": "central", class: "not-yet" },
           none ? "its tensor (not shown)" : "no buffer shown yet"));
       continue;
     }
     vals.forEach((v, i) => {
-      svg.append(s("rect", { x: cellX(i), y, width: cell - 2, height: rowH, rx: 3, class: "ring-cell" }),
-        s("text", { x: cellX(i) + (cell - 2) / 2, y: y + rowH / 2, "text-anchor": "middle", "dominant-baseline": "central", class: "ring-value" }, show(v)));
+      parts.push(leaf("rect", { x: cellX(i), y, width: cell - 2, height: rowH, rx: 3, class: "ring-cell" }),
+        leaf("text", { x: cellX(i) + (cell - 2) / 2, y: y + rowH / 2, "text-anchor": "middle", "dominant-baseline": "central", class: "ring-value" }, show(v)));
     });
     for (let c = 0; c < chunks; c++) {
       const mark = marks.get(`${r}:${c}`);
       if (!mark) continue;
       const a = arrows.find((x) => (mark === "out" ? x.from === r && x.chunk === c : x.to === r));
       const colour = rankColour(a ? a.from : r);
-      svg.append(s("rect", { x: cellX(c * per) - 2, y: y - 2, width: per * cell + 2, height: rowH + 4, rx: 4, fill: "none", stroke: colour,
-                             "stroke-width": 3, "stroke-dasharray": mark === "in" ? "5 4" : null, class: ["chunk-mark", mark] }));
+      parts.push(leaf("rect", { x: cellX(c * per) - 2, y: y - 2, width: per * cell + 2, height: rowH + 4, rx: 4, fill: "none", stroke: colour,
+                                "stroke-width": 3, "stroke-dasharray": mark === "in" ? "5 4" : null, class: ["chunk-mark", mark] }));
     }
     const tag = bufferTag(buffers[r]?.name);
-    if (tag) svg.append(s("text", { x: labelW, y: y + rowH + 0.75 * rem, class: "buffer-tag" }, tag));
+    if (tag) parts.push(leaf("text", { x: labelW, y: y + rowH + 0.75 * rem, class: "buffer-tag" }, tag));
   }
   const tagged = arrows.some((a) => (a.send?.tag || a.recv?.tag || 0) !== 0);
+  const reduceMotion = window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
   // arrows: to the next row straight down from the chunk; otherwise an arc on the right
   arrows.forEach((a, idx) => {
     if (a.from === null || a.from === undefined || a.to === null || a.to === undefined) return;
@@ -196,55 +200,71 @@ export function renderRing(container, state, { runId, worldSize }) {
       const x0 = gridRight + 0.3 * rem;
       d = `M${x0},${y0 + (a.from < a.to ? 0.25 : -0.25) * rem} C${x0 + reach},${y0} ${x0 + reach},${y1} ${x0 + 0.2 * rem},${y1 + (a.from < a.to ? -0.25 : 0.25) * rem}`;
     }
-    svg.append(s("path", { d, fill: "none", stroke: a.status === "waiting" ? "#94a3b8" : colour, "stroke-width": a.status === "delivered" ? 3 : 2.2,
-                           "stroke-dasharray": a.status === "waiting" ? "4 4" : a.status === "flying" ? "7 5" : a.status === "gated" ? "2 5" : null,
-                           "stroke-opacity": a.status === "gated" ? 0.5 : null,
-                           "marker-end": `url(#ring-head-${a.status === "waiting" ? "grey" : a.from})`, class: ["ring-arrow", a.status], "data-from": a.from, "data-to": a.to }));
-    if (a.status === "flying" && !window.matchMedia?.("(prefers-reduced-motion: reduce)").matches) {
-      svg.append(s("g", { class: "ring-packet" },
-        s("rect", { x: -1.1 * rem, y: -0.5 * rem, width: 2.2 * rem, height: 1 * rem, rx: 3, fill: colour }),
-        s("text", { x: 0, y: 0, "text-anchor": "middle", "dominant-baseline": "central", class: "packet-label" }, a.chunk !== null ? `c${a.chunk}` : tagged ? `tag ${a.send.tag}` : "all"),
-        s("animateMotion", { dur: `${CYCLE_S}s`, repeatCount: "indefinite", path: d, begin: `${(idx * 0.15).toFixed(2)}s` })));
+    parts.push(leaf("path", { d, fill: "none", stroke: a.status === "waiting" ? "#94a3b8" : colour, "stroke-width": a.status === "delivered" ? 3 : 2.2,
+                              "stroke-dasharray": a.status === "waiting" ? "4 4" : a.status === "flying" ? "7 5" : a.status === "gated" ? "2 5" : null,
+                              "stroke-opacity": a.status === "gated" ? 0.5 : null,
+                              "marker-end": `url(#ring-head-${a.status === "waiting" ? "grey" : a.from})`, class: ["ring-arrow", a.status], "data-from": a.from, "data-to": a.to }));
+    if (a.status === "flying" && !reduceMotion) {
+      const label = a.chunk !== null ? `c${a.chunk}` : tagged ? `tag ${a.send.tag}` : "all";
+      parts.push(cache.get(`packet${JSON.stringify([d, colour, label, idx, rem])}`, () => packet(d, colour, label, idx, rem)));
     } else if (a.status === "delivered" && a.chunk !== null) {
       const mid = midpoint(d);
-      svg.append(s("text", { x: mid[0] + 0.5 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label", fill: colour }, `c${a.chunk}`));
+      parts.push(leaf("text", { x: mid[0] + 0.5 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label", fill: colour }, `c${a.chunk}`));
     } else if (a.status === "waiting") {
       const mid = midpoint(d);
-      svg.append(s("text", { x: mid[0] + 1.6 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label waiting" },
+      parts.push(leaf("text", { x: mid[0] + 1.6 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label waiting" },
         t(tagged ? "rank {rank}'s recv waits (tag {tag})" : "rank {rank}'s recv waits", { rank: a.to, tag: a.recv.tag })));
     }
   });
-  const defs = s("defs", {});
-  for (let r = 0; r < world; r++) defs.append(arrowHead(`ring-head-${r}`, rankColour(r)));
-  defs.append(arrowHead("ring-head-grey", "#94a3b8"));
-  svg.prepend(defs);
+  place(svg, parts);
 
   const delivered = sends.filter((x) => x.status === "delivered").length;
   const detail = spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
   const ringSteps = state.metrics.get("steps_ring");
   const doubling = state.metrics.get("steps_recursive_doubling");
   const index = steps.indexOf(step);
-  fill(container,
-    h("ol", { class: "step-strip", "aria-label": "steps so far" }, steps.map((st, i) =>
+  place(container, [
+    morph(cache.get("strip", () => h("ol", { class: "step-strip", "aria-label": "steps so far" })), steps.map((st, i) =>
       h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
-    h("p", { class: "ring-head" },
+    morph(cache.get("head", () => h("p", { class: "ring-head" })),
       h("strong", {}, step.key), algorithmStep(step, world),
       detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
-    h("div", { class: "ring-drawing" }, svg),
-    h("p", { class: "ring-status" }, t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
+    place(cache.get("drawing", () => h("div", { class: "ring-drawing" })), [svg]),
+    morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
       waitingRecvs.length ? ` · ${tPlural(waitingRecvs.length, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",
       atGates.length ? ` · ${tPlural(atGates.length, "{n} send held at a gate (dotted)", "{n} sends held at a gate (dotted)")}` : "",
       ` · ${t("dashed outline: the chunk being received, solid: the chunk sent")}`),
-    ringSteps || doubling ? h("table", { class: "steps-table" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "algorithm"), h("th", { scope: "col", class: "num" }, "steps"),
-        h("th", { scope: "col" }, "formula"), h("th", { scope: "col", class: "num" }, "elements each rank sends"))),
-      h("tbody", {},
-        ringSteps ? h("tr", {}, h("td", {}, "ring (reduce-scatter + all-gather)"), h("td", { class: "num" }, String(ringSteps.value)),
-          h("td", {}, h("code", {}, ringSteps.formula || "2(p−1)")), h("td", { class: "num" }, String(ringSteps.elements_sent ?? "–"))) : null,
-        doubling ? h("tr", {}, h("td", {}, "recursive doubling"), h("td", { class: "num" }, String(doubling.value)),
-          h("td", {}, h("code", {}, doubling.formula || "log₂p")), h("td", { class: "num" }, String(doubling.elements_sent ?? "–"))) : null))
-      : null);
+    ringSteps || doubling ? cache.get(`steps ${ringSteps?.seq} ${doubling?.seq}`, () => stepsTable(ringSteps, doubling)) : null,
+  ].filter(Boolean));
+  cache.done();
   return true;
+}
+
+/** A chunk moving along its arrow, again and again (each arrow's a little later than the one before). */
+function packet(d, colour, label, idx, rem) {
+  return s("g", { class: "ring-packet" },
+    s("rect", { x: -1.1 * rem, y: -0.5 * rem, width: 2.2 * rem, height: 1 * rem, rx: 3, fill: colour }),
+    s("text", { x: 0, y: 0, "text-anchor": "middle", "dominant-baseline": "central", class: "packet-label" }, label),
+    s("animateMotion", { dur: `${CYCLE_S}s`, repeatCount: "indefinite", path: d, begin: `${(idx * 0.15).toFixed(2)}s` }));
+}
+
+function arrowHeads(world) {
+  const defs = s("defs", {});
+  for (let r = 0; r < world; r++) defs.append(arrowHead(`ring-head-${r}`, rankColour(r)));
+  defs.append(arrowHead("ring-head-grey", "#94a3b8"));
+  return defs;
+}
+
+/** The algorithms' step counts the lesson reports: ring 2(p−1), recursive doubling log₂p. */
+function stepsTable(ringSteps, doubling) {
+  return h("table", { class: "steps-table" },
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "algorithm"), h("th", { scope: "col", class: "num" }, "steps"),
+      h("th", { scope: "col" }, "formula"), h("th", { scope: "col", class: "num" }, "elements each rank sends"))),
+    h("tbody", {},
+      ringSteps ? h("tr", {}, h("td", {}, "ring (reduce-scatter + all-gather)"), h("td", { class: "num" }, String(ringSteps.value)),
+        h("td", {}, h("code", {}, ringSteps.formula || "2(p−1)")), h("td", { class: "num" }, String(ringSteps.elements_sent ?? "–"))) : null,
+      doubling ? h("tr", {}, h("td", {}, "recursive doubling"), h("td", { class: "num" }, String(doubling.value)),
+        h("td", {}, h("code", {}, doubling.formula || "log₂p")), h("td", { class: "num" }, String(doubling.elements_sent ?? "–"))) : null));
 }
 
 /** " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling. */
