@@ -5,7 +5,7 @@
  * A panel gets its tools when it has a heading and a picture container (`<div id>`) as children.
  */
 
-import { changed, fill, h } from "paralab/dom.js";
+import { cacheOf, changed, h, place } from "paralab/dom.js";
 import { download, picturePng, pictureSvg } from "paralab/controls/picture-export.js";
 import { TABLES } from "paralab/views/tables.js";
 
@@ -94,14 +94,18 @@ export function bindPanelTools(store, { root = document, exportRun = true } = {}
 }
 
 /**
- * Fill each panel's table(s) from the state at the cursor (cheap: redrawn only when the step changes).
+ * Fill each shown panel's table(s) from the state at the cursor (cheap: redrawn only when the step
+ * changes, and a row that reads as before stays as it is). A hidden panel's table waits until
+ * the panel is shown (nobody, screen readers included, can read it before).
  * ctx: {runId, worldSize, lesson, params}.
  */
 export function renderTables(state, ctx) {
   for (const [id, make] of Object.entries(TABLES)) {
     const box = document.getElementById(`table-${id}`);
-    if (!box || !changed(box, `${ctx.runId}|${state.index}`)) continue;
-    const tables = state.index >= 0 ? [make(state, ctx)].flat().filter(Boolean) : [];
-    fill(box, tables.length ? tables : h("p", { class: "empty" }, "Nothing at this step."));
+    if (!box || box.closest(".panel")?.hidden || !changed(box, `${ctx.runId}|${state.index}`)) continue;
+    const cache = cacheOf(box);
+    const tables = state.index >= 0 ? [make(state, { ...ctx, cache })].flat().filter(Boolean) : [];
+    place(box, tables.length ? tables : [cache.get("empty", () => h("p", { class: "empty" }, "Nothing at this step."))]);
+    cache.done();
   }
 }

@@ -5,25 +5,16 @@
  * lesson, params} and returns a <table>, a list of them, or null when there is nothing.
  */
 
-import { h } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
 import { formatBytes, formatNumber, rankList } from "paralab/replay.js";
+import { gridTable as grid } from "paralab/views/grid-table.js";
 import { cellValue } from "paralab/views/heatmap.js";
 import { MEMORY_METRICS, parseFormula } from "paralab/views/memory.js";
 import { activationBound, bubbleFormula, parseAction, PIPELINE_METRICS } from "paralab/views/pipeline.js";
 import { activeAt, TOPOLOGY_METRICS } from "paralab/views/topology.js";
 import { groupKind, spanExtent } from "paralab/views/timeline.js";
 
-/** A table: a caption, column heads, rows whose first cell heads the row. `attrs` per row (optional). */
-function grid(caption, head, rows, { className = null, rowAttrs = () => ({}) } = {}) {
-  if (!rows.length) return null;
-  return h("table", { class: ["state-table-grid", className] },
-    h("caption", {}, caption),
-    h("thead", {}, h("tr", {}, head.map((name) => h("th", { scope: "col" }, name)))),
-    h("tbody", {}, rows.map((cells, r) => h("tr", rowAttrs(r), cells.map((cell, i) =>
-      i === 0 ? h("th", { scope: "row" }, cell) : h("td", {}, cell))))));
-}
 
 const ms = (seconds) => `${(seconds * 1e3).toFixed(2)} ms`;
 const pct = (x) => `${Math.round(100 * Math.min(1, x))}%`;
@@ -32,7 +23,7 @@ const actionText = (a) => `${a.kind}${a.mb ?? ""}`;
 // ---- pipeline ----------------------------------------------------------------------------------------
 
 /** Each rank's stage actions so far and its busy share; the ideal grid; the bubble fraction. */
-export function pipelineTable(state, { params } = {}) {
+export function pipelineTable(state, { params, cache } = {}) {
   const computeExtent = spanExtent(state, (sp) => sp.kind === "compute");
   if (!computeExtent && !state.schedule) return null;
   const makespan = computeExtent ? computeExtent.end - computeExtent.start : 0;
@@ -52,7 +43,7 @@ export function pipelineTable(state, { params } = {}) {
       const stages = placement?.[rs.rank];
       return [`rank ${rs.rank}`, stages ? stages.join(", ") : "–", actions.join(" ") || "none yet", String(done), ms(busy),
         makespan > 0 ? pct(busy / makespan) : "–"];
-    }), { className: "pipeline-measured-table", rowAttrs: (r) => ({ "data-rank": state.ranks[r]?.rank }) });
+    }), { cache, className: "pipeline-measured-table", rowAttrs: (r) => ({ "data-rank": state.ranks[r]?.rank }) });
 
   let ideal = null;
   if (state.schedule?.grid?.length) {
@@ -80,7 +71,7 @@ export function pipelineTable(state, { params } = {}) {
           return parts.map(actionText).join("+");
         });
         return [`rank ${r}`, ...cells, `${Math.round((100 * busy) / cols)}%`, t("{done} of {total}", { done, total: busy })];
-      }), { className: "pipeline-ideal-table", rowAttrs: (r) => ({ "data-rank": r }) });
+      }), { cache, className: "pipeline-ideal-table", rowAttrs: (r) => ({ "data-rank": r }) });
   }
 
   const schedule = state.schedule?.schedule || params?.schedule || "1f1b";
@@ -97,7 +88,7 @@ export function pipelineTable(state, { params } = {}) {
     ["formula", formula ? (formula.num / formula.den).toFixed(3) : "no closed form",
       formula ? `${formula.text} = ${formula.num}/${formula.den} ${t(formula.text.includes("v") ? "with p = {p}, m = {m}, v = {v}" : "with p = {p}, m = {m}", { p, m, v })}`
         : "the grid's idle slots are the prediction"],
-  ], { className: "pipeline-bubble-table" });
+  ], { cache, className: "pipeline-bubble-table" });
 
   const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
   const series = state.rankMetrics.get("activations_in_flight") || new Map();
@@ -112,7 +103,7 @@ export function pipelineTable(state, { params } = {}) {
         return [`rank ${rs.rank}`, String(list.at(-1)?.value ?? 0),
           reported !== undefined ? String(reported) : t("{n} so far", { n: Math.max(0, ...list.map((e) => e.value)) }),
           b ? `${b.text} = ${b.value}` : "–", pb !== undefined ? formatBytes(pb) : "–"];
-      }), { className: "pipeline-activations-table" })
+      }), { cache, className: "pipeline-activations-table" })
     : null;
   return [measured, ideal, bubble, activations];
 }
@@ -132,7 +123,7 @@ function spanKind(sp) {
 }
 
 /** Every span so far, in the order it began: rank, kind, name, start, end (ms since the first span). */
-export function timelineTable(state) {
+export function timelineTable(state, { cache } = {}) {
   const extent = spanExtent(state);
   if (!extent) return null;
   const spans = state.ranks.flatMap((rs) => rs.spans.map((sp) => ({ rank: rs.rank, sp })))
@@ -141,13 +132,13 @@ export function timelineTable(state) {
     ["rank", "kind", "name", "start", "end", "duration"],
     spans.map(({ rank, sp }) => [`rank ${rank}`, spanKind(sp), spanName(sp), ms(sp.t0 - extent.start),
       sp.t1 === null ? "running" : ms(sp.t1 - extent.start), sp.t1 === null ? "–" : ms(sp.t1 - sp.t0)]),
-    { className: "timeline-table", rowAttrs: (r) => ({ "data-rank": spans[r].rank, "data-kind": spans[r].sp.kind }) });
+    { cache, className: "timeline-table", rowAttrs: (r) => ({ "data-rank": spans[r].rank, "data-kind": spans[r].sp.kind }) });
 }
 
 // ---- process groups --------------------------------------------------------------------------------------
 
 /** Every group with its members, its calls so far and whether it communicates at the cursor; each rank's place. */
-export function topologyTable(state) {
+export function topologyTable(state, { cache } = {}) {
   const topo = state.topology;
   if (!topo) return null;
   const { groups, links } = activeAt(state);
@@ -169,14 +160,14 @@ export function topologyTable(state) {
     });
   }
   const groupTable = grid(t("Process groups: tp = {tp} × pp = {pp} × dp = {dp}; which communicate at this step", topo),
-    ["group", "members (ranks)", "calls so far", "active now"], rows, { className: "topology-groups-table", rowAttrs: (r) => attrs[r] });
+    ["group", "members (ranks)", "calls so far", "active now"], rows, { cache, className: "topology-groups-table", rowAttrs: (r) => attrs[r] });
   const places = grid("Each rank's place: rank = dp·(pp·tp) + stage·tp + tp_rank", ["rank", "replica (dp)", "stage (pp)", "tp rank"],
-    (topo.coordinates || []).map(([d, st, tp], r) => [`rank ${r}`, String(d), String(st), String(tp)]), { className: "topology-ranks-table" });
+    (topo.coordinates || []).map(([d, st, tp], r) => [`rank ${r}`, String(d), String(st), String(tp)]), { cache, className: "topology-ranks-table" });
   const sync = state.rankMetrics.get("dp_sync_bytes");
   const syncTable = sync?.size
     ? grid("DP gradient sync per rank", ["rank", "measured", "expected"],
       [...sync].sort((a, b) => a[0] - b[0]).map(([r, list]) => [`rank ${r}`, formatBytes(list.at(-1).value),
-        list.at(-1).expected !== undefined ? formatBytes(list.at(-1).expected) : "–"]), { className: "topology-sync-table" })
+        list.at(-1).expected !== undefined ? formatBytes(list.at(-1).expected) : "–"]), { cache, className: "topology-sync-table" })
     : null;
   return [groupTable, places, syncTable];
 }
@@ -186,7 +177,7 @@ export function topologyTable(state) {
 const MEMORY_PARTS = [["memory_parameters", "parameters"], ["memory_gradients", "gradients"], ["memory_optimizer_state", "optimizer state"]];
 
 /** Rank × (parameters, gradients, optimizer state): bytes measured and by the formula; the communication per step. */
-export function memoryTable(state) {
+export function memoryTable(state, { cache } = {}) {
   const latest = (metric, rank) => state.rankMetrics.get(metric)?.get(rank)?.at(-1) || null;
   const ranks = state.ranks.map((rs) => rs.rank).filter((r) => MEMORY_PARTS.some(([m]) => latest(m, r)));
   if (!ranks.length) return null;
@@ -207,12 +198,12 @@ export function memoryTable(state) {
         return [formatBytes(e.value), e.expected === undefined ? "–" : `${formatBytes(e.expected)} ${ok ? "✓" : "✗"}`];
       });
       return [`rank ${r}`, ...cells, formatBytes(total)];
-    }), { className: "memory-state-table", rowAttrs: (i) => ({ "data-rank": ranks[i] }) });
+    }), { cache, className: "memory-state-table", rowAttrs: (i) => ({ "data-rank": ranks[i] }) });
   const comm = latest("comm_elements_per_step", ranks[0]);
   const commTable = comm
     ? grid("Communicated per step", ["what", "measured", "expected"],
       [["elements", formatNumber(comm.value), `${formatNumber(comm.expected)} ${comm.value === comm.expected ? "✓" : "✗"}`]],
-      { className: "memory-comm-table" })
+      { cache, className: "memory-comm-table" })
     : null;
   return [memory, commTable];
 }
@@ -223,19 +214,19 @@ const SHOWN_ELSEWHERE = new Set(["cost_sweep", "alpha", "beta", "block_comm_byte
   "steps_recursive_doubling", ...PIPELINE_METRICS, ...MEMORY_METRICS, ...TOPOLOGY_METRICS]);
 
 /** The metrics the numbers panel shows: name, value, unit, formula, expected, verdict. */
-export function numbersTable(state) {
+export function numbersTable(state, { cache } = {}) {
   const metrics = [...state.metrics.values()].filter((e) => !SHOWN_ELSEWHERE.has(e.name));
   return grid("Numbers the ranks measured", ["metric", "value", "unit", "formula", "expected", "verdict"],
     metrics.map((e) => [e.name, formatNumber(e.value), e.unit || "", e.formula || "–",
       e.expected === undefined ? "–" : formatNumber(e.expected),
       e.expected === undefined ? "–" : e.value === e.expected ? "✓ as predicted" : "✗ differs"]),
-    { className: "numbers-table", rowAttrs: (r) => ({ "data-metric": metrics[r].name }) });
+    { cache, className: "numbers-table", rowAttrs: (r) => ({ "data-metric": metrics[r].name }) });
 }
 
 // ---- cost model ------------------------------------------------------------------------------------------
 
 /** The sweep so far: size, measured, predicted, ratio, bandwidths; and the fitted α and β. */
-export function costTable(state) {
+export function costTable(state, { cache } = {}) {
   const points = [...(state.series.get("cost_sweep") || [])].sort((a, b) => a.bytes - b.bytes);
   const alpha = state.metrics.get("alpha");
   const beta = state.metrics.get("beta");
@@ -243,12 +234,12 @@ export function costTable(state) {
   const sweep = grid("Cost model sweep: measured time against the α–β prediction", ["size m", "bytes", "measured", "predicted", "ratio", "algbw", "busbw"],
     points.map((pt) => [formatSize(pt.bytes), String(pt.bytes), formatSeconds(pt.value), formatSeconds(pt.predicted),
       pt.predicted > 0 ? `${(pt.value / pt.predicted).toFixed(2)}×` : "–", formatRate(pt.algbw), formatRate(pt.busbw)]),
-    { className: "cost-state-table" });
+    { cache, className: "cost-state-table" });
   const fit = alpha || beta
     ? grid("Fitted from ping-pong between ranks 0 and 1", ["parameter", "value"], [
       ...(alpha ? [["α (per message)", formatSeconds(alpha.value)]] : []),
       ...(beta ? [["β (per byte)", beta.value > 0 ? `${(beta.value * 1e9).toPrecision(3)} ns/B` : "0"]] : []),
-    ], { className: "cost-fit-table" })
+    ], { cache, className: "cost-fit-table" })
     : null;
   return [sweep, fit];
 }
@@ -256,7 +247,7 @@ export function costTable(state) {
 // ---- before → after --------------------------------------------------------------------------------------
 
 /** Each rank's tensor before the collective and after it, and the rank(s) each after-value came from. */
-export function originsTable(state) {
+export function originsTable(state, { cache } = {}) {
   let afterName = null;
   for (const [name, byRank] of state.loose) if ([...byRank.values()].some((e) => Array.isArray(e.origin))) afterName = name;
   if (!afterName) return null;
@@ -271,7 +262,7 @@ export function originsTable(state) {
       const a = after.get(r);
       const origins = Array.isArray(a?.origin) ? a.origin.map((o) => rankList([...o].sort((x, y) => x - y)).replace(/, /g, "+")) : [];
       return [`rank ${r}`, before.has(r) ? values(before.get(r)) : "not yet", a ? values(a) : "not yet", origins.join("; ") || "–"];
-    }), { className: "origins-table" });
+    }), { cache, className: "origins-table" });
 }
 
 /** Picture id → its table, for the panels of the parallelism and collectives lessons. */

@@ -4,20 +4,15 @@
  * Each function takes the folded state (replay.js) and returns a <table>, or null when there is nothing.
  */
 
-import { h } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { activity, formatNumber } from "paralab/replay.js";
+import { gridTable } from "paralab/views/grid-table.js";
 import { PARALLEL_TABLES } from "paralab/views/tables-parallel.js";
 
 const MAX_VALUES = 64;   // previews with more values show their statistics only
 
-function table(caption, head, rows) {
-  if (!rows.length) return null;
-  return h("table", { class: "state-table-grid" },
-    h("caption", {}, caption),
-    h("thead", {}, h("tr", {}, head.map((name) => h("th", { scope: "col" }, name)))),
-    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell, i) =>
-      i === 0 ? h("th", { scope: "row" }, cell) : h("td", {}, cell))))));
+function table(caption, head, rows, cache) {
+  return gridTable(caption, head, rows, { cache });
 }
 
 /** "[4×8] min −1.2 max 3.4 mean 0.1", and the values themselves when there are few. */
@@ -33,17 +28,17 @@ function tensorCells(tensor) {
 }
 
 /** One row per rank: what it does at the cursor, where, how many events so far. */
-export function lanesTable(state) {
+export function lanesTable(state, { cache } = {}) {
   return table("What each rank does at this step", ["rank", "doing", "where", "events"],
     state.ranks.map((rs) => {
       const act = activity(rs, state);
       return [`rank ${rs.rank}`, act.label ? `${act.text} — ${act.label}` : act.text,
         rs.site ? `${rs.site.path.split("/").pop()}:${rs.site.line}` : "–", String(rs.events)];
-    }));
+    }), cache);
 }
 
 /** The collective at the cursor: each member's state, its input and its output. */
-export function collectiveTable(state) {
+export function collectiveTable(state, { cache } = {}) {
   const c = state.current;
   if (!c) return null;
   const rows = [];
@@ -61,11 +56,11 @@ export function collectiveTable(state) {
     });
   }
   return table(`${c.op} (${c.group} #${c.cseq})${c.label ? ` — ${c.label}` : ""}`,
-    ["rank", "state", "tensor", "input", "min … max", "output"], rows);
+    ["rank", "state", "tensor", "input", "min … max", "output"], rows, cache);
 }
 
 /** Every tensor at the cursor, each rank's part on a row of its own. */
-export function tensorsTable(state) {
+export function tensorsTable(state, { cache } = {}) {
   const rows = [];
   for (const placed of state.placed.values()) {
     for (const shard of [...placed.shards.values()].sort((a, b) => a.rank - b.rank)) {
@@ -80,7 +75,7 @@ export function tensorsTable(state) {
       rows.push([name, `rank ${entry.rank}`, shape, min, max, mean, values]);
     }
   }
-  return table("Tensors at this step", ["tensor", "rank", "part", "min", "max", "mean", "values"], rows);
+  return table("Tensors at this step", ["tensor", "rank", "part", "min", "max", "mean", "values"], rows, cache);
 }
 
 /**
