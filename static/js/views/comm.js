@@ -8,7 +8,7 @@
  * for the person releasing them).
  */
 
-import { fill, h } from "paralab/dom.js";
+import { changed, h, morph } from "paralab/dom.js";
 import { busFactor, formatRate, formatSeconds, predictSeconds } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
 import { collectiveKey, formatBytes } from "paralab/replay.js";
@@ -24,14 +24,19 @@ function timing(row, state) {
   return ends.reduce((best, e) => (e.duration < best.duration ? e : best));
 }
 
-export function renderComm(container, state) {
+export function renderComm(container, state, { runId }) {
   const rows = [
     ...state.sent.map((e) => ({ kind: "collective", begin: e, seq: e.seq })),
     ...state.p2p.filter((sp) => sp.rank === 0 && sp.op === "send").map((sp) => ({ kind: "p2p", begin: sp.begin, span: sp, seq: sp.seq })),
   ].sort((a, b) => a.seq - b.seq);
   const expected = state.metrics.get(EXPECTED_METRIC);
+  const ends = rows.map((row) => timing(row, state));
+  const current = rows.find((row, i) => state.event?.seq === row.seq || state.event?.seq === ends[i]?.seq);
+  const key = [runId, state.ranks.length, expected?.seq, state.metrics.get("alpha")?.seq, state.metrics.get("beta")?.seq, state.final, current?.seq,
+    ...rows.map((row, i) => `${row.seq}:${ends[i]?.seq}`)].join(",");
+  if (!changed(container, key)) return;
   if (!rows.length && !expected) {
-    fill(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
+    morph(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
     return;
   }
   const n = state.ranks.length;
@@ -46,7 +51,7 @@ export function renderComm(container, state) {
   const beta = state.metrics.get("beta")?.value;
   const model = typeof alpha === "number" && typeof beta === "number";   // fitted by a sweep: predict each call too
   const labels = rows.some((r) => r.begin.label);                          // no labels: no "what for" column
-  fill(container,
+  morph(container,
     h("div", { class: "comm-scroll" },
       h("table", { class: "comm-table" },
         h("caption", {}, "What rank 0 put into each call (nccl-tests' size convention), how long the call took, and its bandwidths"),
@@ -56,9 +61,9 @@ export function renderComm(container, state) {
           th("algbw", "num", "algorithm bandwidth = bytes / time"),
           th("busbw", "num", "bus bandwidth = algbw × factor (nccl-tests), comparable with the link's speed"),
           th("factor", "num", "busbw / algbw"))),
-        h("tbody", {}, rows.map((row) => {
+        h("tbody", {}, rows.map((row, i) => {
           const e = row.begin;
-          const end = timing(row, state);
+          const end = ends[i];
           const factor = busFactor(row.kind === "p2p" ? "send" : e.op, e.ranks?.length || n);
           return h("tr", { class: state.event?.seq === e.seq || (end && state.event?.seq === end.seq) ? "current" : null },
             h("td", {}, row.kind === "p2p" ? `→ rank ${e.peer}` : `${e.group} #${e.cseq}`),
