@@ -11,11 +11,18 @@ function when(seconds) {
   return new Date(seconds * 1000).toLocaleDateString();
 }
 
+/** Each list on the page and what it was drawn from: drawn again in a new language. */
+const shown = new Map();
+document.addEventListener("paralab:lang", () => {
+  for (const [container, args] of shown) renderRecentRuns(container, ...args);
+});
+
 /**
  * `onShow` (a lecture room's presenter): each run also gets a "Show to the room" button that calls it
  * with the run; `limit` runs at most.
  */
 export function renderRecentRuns(container, runs, lessonId, { onShow = null, limit = 6 } = {}) {
+  shown.set(container, [runs, lessonId, { onShow, limit }]);
   const mine = runs.filter((r) => r.lesson === lessonId).slice(0, limit);
   container.hidden = mine.length === 0;
   if (!mine.length) return;
