@@ -106,26 +106,33 @@ export function changed(container, drawn) {
 // is already where it belongs alone.
 
 /**
- * Nodes kept from one drawing to the next. `get(key, make)`: the last drawing's node for `key`, or
- * `make()`'s; `done()` ends a drawing and forgets the nodes it did not ask for. A change of the
- * interface's language forgets them all (their text is in it).
+ * Nodes kept from one drawing to the next. `get(key, make)`: a node the last drawing got for `key`
+ * (as many as it got: identical arrows stacked on each other are several nodes), or `make()`'s;
+ * `done()` ends a drawing and forgets the nodes it did not ask for. A change of the interface's
+ * language forgets them all (their text is in it).
  */
 export function nodeCache() {
-  let last = new Map();
+  let last = new Map();      // key → [node, …]
   let now = new Map();
   let lang = null;
+  let drawing = false;
   return {
     get(key, make) {
-      let node = lang === document.documentElement.lang ? last.get(key) : undefined;
-      if (node) last.delete(key);
-      else node = make();
-      now.set(key, node);
+      if (!drawing) {
+        drawing = true;
+        if (lang !== document.documentElement.lang) last = new Map();
+      }
+      const node = last.get(key)?.pop() || make();
+      if (now.has(key)) now.get(key).push(node);
+      else now.set(key, [node]);
       return node;
     },
     done() {
+      for (const nodes of now.values()) nodes.reverse();   // `get` pops them in the order they were drawn
       last = now;
       now = new Map();
       lang = document.documentElement.lang;
+      drawing = false;
     },
   };
 }
@@ -179,6 +186,12 @@ export function morph(container, ...children) {
   const fresh = build(document.createDocumentFragment(), {}, children);
   morphChildren(container, [...fresh.childNodes]);
   return container;
+}
+
+/** Make element `el` look like `fresh` (an element of the same tag), changing only what differs; returns `el`. */
+export function morphElement(el, fresh) {
+  morphNode(el, fresh);
+  return el;
 }
 
 function morphChildren(target, nodes) {

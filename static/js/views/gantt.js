@@ -5,11 +5,11 @@
  * pipeline.js), so the same chart serves the pipeline, data-parallel and 3D lessons.
  *
  *   rows:   [{rank, label, sub, badge, right, rightTitle, rightClass, lanes: [{height (rem), cls, blocks}]}]
- *   blocks: [{t0, t1, fill, stroke, text, short, ink, cls, title, tick, data}]   (tick: a mark at t0)
+ *   blocks: [{t0, t1, fill, stroke, text, short, ink, cls, title, tick, data, id}]   (tick: a mark at t0; id: kept across draws)
  *   arrows: [{from: {row, t}, to: {row, t}, cls, title}]   from the bottom of one row's last lane to the top of another's
  */
 
-import { nodeCache, place, s, setAttributes } from "paralab/dom.js";
+import { morphElement, nodeCache, place, s, setAttributes } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 
 /** A tick step of 1, 2 or 5 × 10^k that cuts `span` into about `parts`. */
@@ -160,13 +160,18 @@ function ganttDefs() {
       s("rect", { width: 6, height: 6, fill: "#fef3c7" }), s("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#f59e0b", "stroke-width": 3 })));
 }
 
-/** A block's <g> (its rect, title and text), the cached one when it is drawn exactly as last time. */
+/**
+ * A block's <g> (its rect, title and text), or a send's tick. With an `id` (a span's seq), the block is
+ * the same node from step to step and changed in place when it changes (a running recv grows);
+ * without one, the cached node drawn exactly so.
+ */
 function drawBlock(b, lane, X, frame, charPx, rem, cache) {
   const x0 = Math.max(frame.left, X(b.t0));
   if (b.tick) {
     if (X(b.t0) < frame.left || x0 > frame.right) return cache.get("nothing", () => s("g", {}));
     const attrs = { d: `M${x0},${lane.y + lane.h} l${-0.28 * rem},${-0.45 * rem} h${0.56 * rem} z`, class: ["gantt-tick-mark", ...[b.cls].flat()], fill: b.fill };
-    return cache.get(`tick${JSON.stringify([attrs, b.title])}`, () => s("path", attrs, b.title ? s("title", {}, b.title) : null));
+    return kept(cache, b.id === undefined ? undefined : `tick ${b.id}`, `tick${JSON.stringify([attrs, b.title])}`,
+      () => s("path", attrs, b.title ? s("title", {}, b.title) : null));
   }
   if (X(b.t1) < frame.left || x0 > frame.right) return cache.get("nothing", () => s("g", {}));   // wholly outside the axis
   const x1 = Math.min(frame.right, X(b.t1));
@@ -175,9 +180,22 @@ function drawBlock(b, lane, X, frame, charPx, rem, cache) {
   const rect = { x: x0, y: lane.y, width: w, height: lane.h, fill: b.fill, stroke: b.stroke || "var(--card, white)",
                  "stroke-width": b.stroke ? 1.5 : 1, rx: Math.min(3, w / 3) };
   const text = fitText(b, w, charPx);
-  return cache.get(`block${JSON.stringify([attrs, rect, b.title, text, b.ink])}`, () => s("g", attrs,
+  return kept(cache, b.id === undefined ? undefined : `block ${b.id}`, `block${JSON.stringify([attrs, rect, b.title, text, b.ink])}`, () => s("g", attrs,
     s("rect", rect),
     b.title ? s("title", {}, b.title) : null,
     text ? s("text", { x: x0 + w / 2, y: lane.y + lane.h / 2, "text-anchor": "middle", "dominant-baseline": "central",
                        class: "gantt-text", fill: b.ink || "white" }, text) : null));
+}
+
+const drawnAs = new WeakMap();   // a node kept under an id → the key of what it shows
+
+/** The node for `id` (made, or kept and changed in place when its `key` changed); without an id, the node for `key`. */
+function kept(cache, id, key, make) {
+  if (id === undefined) return cache.get(key, make);
+  const node = cache.get(id, make);
+  if (drawnAs.get(node) !== key) {
+    if (drawnAs.has(node)) morphElement(node, make());
+    drawnAs.set(node, key);
+  }
+  return node;
 }

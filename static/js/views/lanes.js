@@ -41,6 +41,9 @@ function showActivity(lane, rs, state) {
 function showTimeline(svg, rs, state, t0, t1) {
   const parts = timelines.get(svg);
   const k = WIDTH / Math.max(t1 - t0, 1e-6);
+  // The narrowest width in seconds, from k rounded down to a power of 2^¼: it changes every few steps, not
+  // at every step (and with it every narrow span), and draws those spans at most a fifth wider.
+  const narrowest = MIN_SPAN / 2 ** (Math.floor(4 * Math.log2(k)) / 4);
   setAttributes(parts.group, { transform: `scale(${k} 1)` });
   if (parts.start !== t0) Object.assign(parts, { start: t0, rects: new Map() });
   const rects = new Map();
@@ -48,7 +51,7 @@ function showTimeline(svg, rs, state, t0, t1) {
     const rect = parts.rects.get(span.seq) || s("rect", {});
     const collective = span.kind !== "compute";
     setAttributes(rect, {
-      x: span.t0 - t0, width: Math.max((span.t1 ?? state.tNow) - span.t0, MIN_SPAN / k), y: collective ? 2 : 7, height: collective ? 20 : 10,
+      x: span.t0 - t0, width: Math.max((span.t1 ?? state.tNow) - span.t0, narrowest), y: collective ? 2 : 7, height: collective ? 20 : 10,
       fill: rankColour(rs.rank), "fill-opacity": collective ? 0.9 : 0.35, class: ["span", span.kind, span.t1 === null && "open"].filter(Boolean).join(" "),
     });
     rects.set(span.seq, rect);

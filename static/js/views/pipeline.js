@@ -6,7 +6,7 @@
  * and the activations each rank holds over time against the bound of its schedule.
  */
 
-import { cacheOf, changed, fill, h, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
+import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
 import { t, tPlural } from "paralab/i18n.js";
 import { formatBytes } from "paralab/replay.js";
 import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
@@ -99,14 +99,14 @@ function ganttRows(state, { placement, slow, extent }) {
         const chunk = chunkOf(placement, rs.rank, stage);
         const colours = look(sp.name, chunk);
         busy += t1 - sp.t0;
-        compute.push({ t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
+        compute.push({ id: sp.seq, t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
                        data: { "data-kind": sp.name, "data-mb": mb, "data-stage": stage },
                        title: t("rank {rank} · stage {stage} · {name} of microbatch {mb}", { rank: rs.rank, stage, name: sp.name, mb })
                          + (sp.t1 === null ? ` ${t("(running)")}` : ` · ${formatMs(sp.t1 - sp.t0)}`) });
       } else if (sp.kind === "p2p") {
-        comm.push(p2pBlock(sp, state, current ? { cls: [sp.op, "current"] } : {}));
+        comm.push(p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) }));
       } else {
-        comm.push({ t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
+        comm.push({ id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
                     title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${sp.label}` : ""}` });
       }
     }
@@ -386,7 +386,7 @@ export function renderPipeline(container, state, { runId, params }) {
     state.schedule
       ? showProgress(keep(["ideal", state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
       : keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event.")),
-    h("div", { class: "pipeline-numbers" },
+    morph(keep(["numbers"], () => h("div", { class: "pipeline-numbers" })),
       bubbleMeter(state, { schedule, p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage: params?.slow_stage }),
       peakTable(state, { schedule, p, m })),
     measured ? activationsSection(keep(["activations"], activationsFrame),
