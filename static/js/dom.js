@@ -39,8 +39,8 @@ export function fill(container, ...children) {
 
 // ---- sizes, read without forcing a layout in the middle of a drawing ------------------------------
 // Reading a size after the views have written forces the browser to lay the page out there and then
-// again after the next write. So the root font size is read once per drawing, before any writes
-// (`beginDrawing`), and a container's size is kept from a ResizeObserver, which reports it after layout.
+// again after the next write. So the root font size is read once (again only after the text size
+// changed), and a container's size is kept from a ResizeObserver, which reports it after layout.
 
 let rootFontPx = null;
 const sizes = new WeakMap();            // element → {width, height}: its client size at the last layout
@@ -59,12 +59,6 @@ function noteSizes(entries) {
   if (moved) for (const fn of resizeListeners) fn();
 }
 
-/** Call before a drawing writes anything: the root font size is read here, once. */
-export function beginDrawing() {
-  rootFontPx = null;
-  remPx();
-}
-
 /** Call `fn` when a container measured with `sizeOf` changes size (the drawing is then due again). */
 export function onResize(fn) {
   resizeListeners.add(fn);
@@ -74,6 +68,11 @@ export function onResize(fn) {
 export function remPx() {
   rootFontPx ??= parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
   return rootFontPx;
+}
+
+/** The text size changed: `remPx` reads the root font size again. */
+export function textSizeChanged() {
+  rootFontPx = null;
 }
 
 /** `el`'s client width and height, as of the last layout; measured now only the first time, or while 0

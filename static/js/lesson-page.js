@@ -3,7 +3,7 @@
  * State lives in the store; every frame the views draw `stateAt(log, cursor)`; controls send actions.
  */
 
-import { beginDrawing, onResize } from "paralab/dom.js";
+import { onResize, textSizeChanged } from "paralab/dom.js";
 import { createStore } from "paralab/store.js";
 import { connectRun } from "paralab/connection.js";
 import { currentLang, t, tPlural } from "paralab/i18n.js";
@@ -80,7 +80,6 @@ export function scheduleRender() {
 
 function render() {
   frame = 0;
-  beginDrawing();
   const { run, log, cursor } = store.state;
   const state = stateAt(log, cursor, run?.world_size || 0);
   const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0 };
@@ -200,7 +199,10 @@ cancelButton.addEventListener("click", async () => {
 });
 
 // ---- start -------------------------------------------------------------------------------------------
-bindTextSize($(".text-size"), () => scheduleRender());
+bindTextSize($(".text-size"), () => {
+  textSizeChanged();
+  scheduleRender();
+});
 bindHover($("#tooltip"));
 bindKeyboard(store);
 bindPlayer(store);
