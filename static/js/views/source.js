@@ -4,7 +4,7 @@
  * (ringed: it waits at a step-mode gate before that call; pulsing: it is inside the call).
  */
 
-import { changed, fill, h, sizeOf } from "paralab/dom.js";
+import { changed, fill, h, morph, sizeOf } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { highlightPython } from "paralab/views/python.js";
@@ -33,13 +33,15 @@ export function renderSource(container, state, { sources, onPick }) {
     code = h("div", { class: "source-code", tabindex: "0", "aria-label": t("lesson source") });
     fill(container, h("div", { class: "source-head" }, h("h2", { id: "h-source" }, "Source"), tabs), where, code);
   }
-  fill(tabs, sources.map((f) => h("button", {
-    type: "button", role: "tab", class: "source-tab", "aria-selected": String(f.path === path), "data-path": f.path,
-    onclick: () => {
-      chosenPath = f.path;
-      onPick?.();
-    },
-  }, shortName(f.path))));
+  if (changed(tabs, path)) {
+    fill(tabs, sources.map((f) => h("button", {
+      type: "button", role: "tab", class: "source-tab", "aria-selected": String(f.path === path), "data-path": f.path,
+      onclick: () => {
+        chosenPath = f.path;
+        onPick?.();
+      },
+    }, shortName(f.path))));
+  }
 
   if (code.dataset.path !== path) {
     code.dataset.path = path;
@@ -51,34 +53,12 @@ export function renderSource(container, state, { sources, onPick }) {
         h("span", { class: "gutter" }),
         codeLine(html)))));
   }
-  for (const old of code.querySelectorAll(".line.current, .line.ranked")) {
-    old.classList.remove("current", "ranked");
-    old.removeAttribute("aria-current");
-    old.querySelector(".gutter").replaceChildren();
-  }
-  for (const rs of state.ranks) {
-    if (!rs.site || rs.site.path !== path) continue;
-    const line = code.querySelector(`.line[data-line="${rs.site.line}"]`);
-    if (!line) continue;
-    line.classList.add("ranked");
-    const atGate = Boolean(rs.gate) && !state.final;
-    const inside = !state.final && rs.open.some((o) => o.kind !== "compute");
-    line.querySelector(".gutter").append(h("span", {
-      class: ["rank-dot", atGate && "at-gate", inside && "blocked"],
-      style: { background: rankColour(rs.rank), color: rankColour(rs.rank) },
-      title: t(atGate ? "rank {rank} waits at the gate before this line's call"
-        : inside ? "rank {rank} is inside this line's call" : "rank {rank} was last here", rs),
-    }));
-  }
+  markLines(code, state, path, site);
   if (site) {
-    const line = code.querySelector(`.line[data-line="${site.line}"]`);
-    fill(where, h("span", { class: "rank-dot", style: { background: rankColour(site.rank) }, "aria-hidden": "true" }),
+    morph(where, h("span", { class: "rank-dot", style: { background: rankColour(site.rank) }, "aria-hidden": "true" }),
       `${shortName(path)}:${site.line}`, site.rank !== null && site.rank !== undefined ? ` — rank ${site.rank}` : "",
       state.event && state.event.seq !== site.seq ? ` ${t("(its last call)")}` : "");
-    if (line) {
-      line.classList.add("current");
-      line.setAttribute("aria-current", "true");
-    }
+    const line = code.querySelector(`.line[data-line="${site.line}"]`);
     const height = sizeOf(code).height;
     const shownKey = `${path}:${site.line}:${height}`;   // re-centre after a resize, too
     if (line && code.dataset.shown !== shownKey) {
@@ -87,9 +67,43 @@ export function renderSource(container, state, { sources, onPick }) {
       code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
     }
   } else {
-    fill(where, state.event ? "No line at this step: the current event names no line of this code."
+    morph(where, state.event ? "No line at this step: the current event names no line of this code."
       : "The line the current event comes from is highlighted here.");
   }
+}
+
+const markedLines = new WeakMap();   // the code box → Map line number → what is marked on it (its path's lines)
+
+/** The current line and, in the gutter, a dot per rank where it last called into torch.distributed; a step
+ *  changes only the lines whose marks changed (a pulsing dot keeps its rhythm). */
+function markLines(code, state, path, site) {
+  const dots = new Map();   // line number → the dots' attributes
+  for (const rs of state.ranks) {
+    if (!rs.site || rs.site.path !== path) continue;
+    const atGate = Boolean(rs.gate) && !state.final;
+    const inside = !state.final && rs.open.some((o) => o.kind !== "compute");
+    if (!dots.has(rs.site.line)) dots.set(rs.site.line, []);
+    dots.get(rs.site.line).push({
+      class: ["rank-dot", atGate && "at-gate", inside && "blocked"],
+      style: { background: rankColour(rs.rank), color: rankColour(rs.rank) },
+      title: t(atGate ? "rank {rank} waits at the gate before this line's call"
+        : inside ? "rank {rank} is inside this line's call" : "rank {rank} was last here", rs),
+    });
+  }
+  const drawn = markedLines.get(code)?.path === path ? markedLines.get(code).lines : new Map();
+  const marked = new Map();
+  for (const number of new Set([...drawn.keys(), ...dots.keys(), ...(site ? [site.line] : [])])) {
+    const mark = { current: number === site?.line, dots: dots.get(number) || [] };
+    const key = JSON.stringify(mark);
+    if (mark.current || mark.dots.length) marked.set(number, key);
+    const line = drawn.get(number) !== key && code.querySelector(`.line[data-line="${number}"]`);
+    if (!line) continue;
+    line.setAttribute("class", ["line", mark.dots.length && "ranked", mark.current && "current"].filter(Boolean).join(" "));
+    if (mark.current) line.setAttribute("aria-current", "true");
+    else line.removeAttribute("aria-current");
+    line.querySelector(".gutter").replaceChildren(...mark.dots.map((attrs) => h("span", attrs)));
+  }
+  markedLines.set(code, { path, lines: marked });
 }
 
 function codeLine(html) {
