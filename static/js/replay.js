@@ -298,6 +298,8 @@ export function rankList(ranks) {
   return tPlural(ranks.length, "rank {ranks}", "ranks {ranks}", { ranks: ranks.join(", ") || "–" });
 }
 
+const GROUPED = new Intl.NumberFormat("en-US");   // one formatter: toLocaleString makes one per call
+
 export function formatBytes(n) {
-  return `${Number(n).toLocaleString("en-US")} B`;
+  return `${GROUPED.format(Number(n))} B`;
 }
