@@ -1,6 +1,7 @@
-"""Scrubbing a recorded run on the lesson page: the main-thread time of one → or ← step, of a Home/End
-jump, and of one frame of a live run's events arriving, in headless Chromium (Debian's; never
-`playwright install`). Target: a step under 30 ms (median) on the 1,043-event pp run (Interleaved1F1B).
+"""Scrubbing a recorded run on the lesson page: the main-thread time of one → or ← step, of a Home or End
+jump, of a move of the scrubber to anywhere, and of one frame of a live run's events arriving, in
+headless Chromium (Debian's; never `playwright install`). Target: a step under 30 ms (median) on the
+1,043-event pp run (Interleaved1F1B, v = 2, m = 8).
 
 Each step is timed inside the page (tests/browser/scrub_timing.py): the key's handler, the frame that
 draws it and the layout it forces; not the idle wait for that frame.
@@ -21,7 +22,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions  # noqa: E402
+from tests.browser.scrub_timing import jump_actions, seek_actions, step_actions, summary, time_actions  # noqa: E402
 from tests.conftest import LiveServer  # noqa: E402
 
 RUNS = [  # (name, lesson, world size, params)
@@ -56,7 +57,9 @@ def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, 
     results = {
         "→": summary(time_actions(page, step_actions(total, "ArrowRight", steps))),
         "←": summary(time_actions(page, step_actions(total, "ArrowLeft", steps))),
-        "Home/End": summary(time_actions(page, [("seek", 0, False)] + jump_actions(jumps))),
+        "End": summary(time_actions(page, jump_actions("End", jumps))),
+        "Home": summary(time_actions(page, jump_actions("Home", jumps))),
+        "scrubber": summary(time_actions(page, seek_actions(total, 2 * jumps))),
     }
     results["live frame"] = summary(time_live(page, server, lesson, run))
     return results

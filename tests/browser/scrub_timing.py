@@ -8,6 +8,7 @@ for that frame (up to one vsync, idle) is left out. Shared by bench/scrub_speed.
 
 from __future__ import annotations
 
+import random
 import statistics
 
 from playwright.sync_api import Page
@@ -19,7 +20,7 @@ _TIME_ACTIONS_JS = """async ({ actions }) => {
   const { store } = window.paralab;
   const run = {
     key: (key) => document.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true, cancelable: true })),
-    seek: (index) => store.seek(index),
+    seek: (index) => store.seek(index < 0 ? store.state.log.length + index : index),
     append: (events) => store.append(events),
   };
   const samples = [];
@@ -64,9 +65,15 @@ def step_actions(total: int, key: str, steps: int, bursts: int = 10) -> list[tup
     return actions
 
 
-def jump_actions(pairs: int) -> list[tuple[str, object, bool]]:
-    """End then Home, `pairs` times; both timed."""
-    return [("key", "End", True), ("key", "Home", True)] * pairs
+def jump_actions(key: str, jumps: int) -> list[tuple[str, object, bool]]:
+    """`jumps` presses of Home or End, each timed from the other end of the log (an untimed seek)."""
+    return [("seek", -1 if key == "Home" else 0, False), ("key", key, True)] * jumps
+
+
+def seek_actions(total: int, seeks: int, seed: int = 0) -> list[tuple[str, object, bool]]:
+    """`seeks` timed moves of the scrubber to places spread over a log of `total` events (a fixed shuffle)."""
+    rng = random.Random(seed)
+    return [("seek", rng.randrange(total), True) for _ in range(seeks)]
 
 
 def summary(samples: list[float]) -> dict:
