@@ -48,18 +48,17 @@ const resizeListeners = new Set();
 const observer = typeof ResizeObserver === "function" ? new ResizeObserver(noteSizes) : null;
 
 function noteSizes(entries) {
-  let moved = false;
+  let widened = false;
   for (const { target } of entries) {
     const size = { width: target.clientWidth, height: target.clientHeight };
-    const old = sizes.get(target);
-    if (old && old.width === size.width && old.height === size.height) continue;
+    widened ||= sizes.get(target)?.width !== size.width;
     sizes.set(target, size);
-    moved = true;
   }
-  if (moved) for (const fn of resizeListeners) fn();
+  if (widened) for (const fn of resizeListeners) fn();
 }
 
-/** Call `fn` when a container measured with `sizeOf` changes size (the drawing is then due again). */
+/** Call `fn` when a container measured with `sizeOf` changes width (the drawings, sized to it, are then due
+ *  again; a height follows from what is drawn, or changes with the window, which redraws anyway). */
 export function onResize(fn) {
   resizeListeners.add(fn);
 }
