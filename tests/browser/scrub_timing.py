@@ -26,6 +26,7 @@ _TIME_ACTIONS_JS = """async ({ actions }) => {
   const samples = [];
   for (const [kind, arg, timed] of actions) {
     await nextFrame();
+    await nextFrame();          // a drawing the last action left due (a resize) is done before this one starts
     let frameStart = 0;
     requestAnimationFrame(() => { frameStart = performance.now(); });
     const t0 = performance.now();
