@@ -289,9 +289,11 @@ def test_a_slow_stage_takes_three_times_longer(finished):
     slow = statistics.median(s["duration"] for s in forwards if s["stage"] == 5)
     normal = statistics.median(s["duration"] for s in forwards if s["stage"] != 5)
     same_rank = statistics.median(s["duration"] for s in forwards if s["stage"] == 1)
-    assert 2.5 <= slow / normal <= 3.5, (slow, normal)
-    assert 0.7 <= same_rank / normal <= 1.4, (same_rank, normal)
-    assert normal == pytest.approx(0.030, abs=0.015)
+    # a forward is its 30 ms delay plus a little compute and scheduling (more on a busy machine); the
+    # slow stage's delay is three times as long, so it takes 2 × 30 ms more than the others
+    assert 0.030 <= normal <= 0.060, normal
+    assert slow - normal == pytest.approx(0.060, abs=0.015), (slow, normal)
+    assert abs(same_rank - normal) <= 0.015, (same_rank, normal)
 
 
 # ---- the measured bubble --------------------------------------------------------------------------
