@@ -4,16 +4,22 @@ headless Chromium (Debian's; never `playwright install`). Target: a step under 3
 1,043-event pp run (Interleaved1F1B, v = 2, m = 8).
 
 Each step is timed inside the page (tests/browser/scrub_timing.py): the key's handler, the frame that
-draws it and the layout it forces; not the idle wait for that frame.
-Usage: python bench/scrub_speed.py [--steps 100] [--jumps 10] [--profile OUT.cpuprofile]
+draws it and the layout it forces; not the idle wait for that frame. With --baseline REF, the same runs
+are also scrubbed on a server started from that commit (git archive), alternating with this checkout's,
+and the ratio of the medians is printed: a shared, busy machine then weighs on both alike.
+Usage: python bench/scrub_speed.py [--baseline REF] [--rounds 1] [--steps 100] [--jumps 10]
+       [--only NAME] [--profile OUT.cpuprofile]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
+from collections import defaultdict
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -50,19 +56,19 @@ def time_live(page: Page, server: LiveServer, lesson: str, run: dict) -> list[fl
     return time_actions(page, [("append", chunk, True) for chunk in chunks])
 
 
-def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int) -> dict:
+def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int) -> dict[str, list[float]]:
+    """Each kind of move's samples (ms) on `server`'s page of the recorded `run`."""
     open_recorded(page, server, lesson, run)
     total = run["events"]
     time_actions(page, step_actions(total, "ArrowRight", 20, bursts=2))          # warm the JIT
-    results = {
-        "→": summary(time_actions(page, step_actions(total, "ArrowRight", steps))),
-        "←": summary(time_actions(page, step_actions(total, "ArrowLeft", steps))),
-        "End": summary(time_actions(page, jump_actions("End", jumps))),
-        "Home": summary(time_actions(page, jump_actions("Home", jumps))),
-        "scrubber": summary(time_actions(page, seek_actions(total, 2 * jumps))),
+    return {
+        "→": time_actions(page, step_actions(total, "ArrowRight", steps)),
+        "←": time_actions(page, step_actions(total, "ArrowLeft", steps)),
+        "End": time_actions(page, jump_actions("End", jumps)),
+        "Home": time_actions(page, jump_actions("Home", jumps)),
+        "scrubber": time_actions(page, seek_actions(total, 2 * jumps)),
+        "live frame": time_live(page, server, lesson, run),
     }
-    results["live frame"] = summary(time_live(page, server, lesson, run))
-    return results
 
 
 def profile_steps(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, out: Path) -> None:
@@ -77,35 +83,64 @@ def profile_steps(page: Page, server: LiveServer, lesson: str, run: dict, steps:
     print(f"profile of {steps} steps on {lesson}: {out}")
 
 
-def report(name: str, events: int, results: dict) -> None:
+def report(name: str, events: int, sides: dict[str, dict[str, list[float]]]) -> None:
+    """One line per kind of move: each side's median and p95, and this checkout's median over the baseline's."""
     print(f"\n{name} — {events} events")
-    for what, r in results.items():
-        print(f"  {what:<10} median {r['median']:7.1f} ms   p95 {r['p95']:7.1f} ms   max {r['max']:7.1f} ms   (n={r['n']})")
+    print(" " * 20 + "".join(f"   | {side:<27}" for side in sides))
+    for what in next(iter(sides.values())):
+        stats = [summary(samples[what]) for samples in sides.values()]
+        cells = "".join(f"   | median {r['median']:6.1f} p95 {r['p95']:6.1f} ms" for r in stats)
+        ratio = f"   ratio {stats[0]['median'] / stats[1]['median']:.2f}" if len(stats) > 1 else ""
+        print(f"  {what:<10} (n={stats[0]['n']:3d}){cells}{ratio}")
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """The tree of commit `ref` written into `into` (git archive: no worktree, nothing to clean up in .git)."""
+    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def started(stack: ExitStack, server: LiveServer) -> LiveServer:
+    """`server` started, and stopped when `stack` closes."""
+    stack.callback(server.stop)
+    return server.start()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", help="a commit to compare with (e.g. the one before a change)")
+    parser.add_argument("--rounds", type=int, default=1, help="alternations of this checkout and the baseline per run")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--jumps", type=int, default=10)
     parser.add_argument("--only", help="measure only the runs whose name contains this")
     parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data_dir, sync_playwright() as playwright:
-        server = LiveServer(Path(data_dir)).start()
+    with ExitStack() as stack:
+        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        servers = {"this checkout": started(stack, LiveServer(data_dir))}
+        if args.baseline:
+            tree = checkout(args.baseline, Path(stack.enter_context(tempfile.TemporaryDirectory())))
+            servers[f"baseline {args.baseline}"] = started(stack, LiveServer(data_dir, repo=tree))
+        playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-            for name, lesson, world_size, params in RUNS:
-                if args.only and args.only not in name:
-                    continue
-                run = server.run(lesson, world_size, params)
-                assert run["status"] == "done", run
-                report(name, run["events"], measure(page, server, lesson, run, args.steps, args.jumps))
-                if args.profile and "v=2 m=8" in name:
-                    profile_steps(page, server, lesson, run, args.steps, args.profile)
-        finally:
-            browser.close()
-            server.stop()
+        stack.callback(browser.close)
+        page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+        server = servers["this checkout"]
+        for name, lesson, world_size, params in RUNS:
+            if args.only and args.only not in name:
+                continue
+            run = server.run(lesson, world_size, params)
+            assert run["status"] == "done", run
+            sides = {side: defaultdict(list) for side in servers}
+            for round_ in range(args.rounds):
+                order = list(servers.items())
+                for side, on in order if round_ % 2 == 0 else order[::-1]:
+                    for what, samples in measure(page, on, lesson, run, args.steps, args.jumps).items():
+                        sides[side][what] += samples
+            report(name, run["events"], sides)
+            if args.profile and "v=2 m=8" in name:
+                profile_steps(page, server, lesson, run, args.steps, args.profile)
 
 
 if __name__ == "__main__":

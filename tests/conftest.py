@@ -24,15 +24,18 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """One server process. `url` is http://127.0.0.1:PORT; `ws_url` the ws:// equivalent."""
+    """One server process. `url` is http://127.0.0.1:PORT; `ws_url` the ws:// equivalent. `repo`: the checkout
+    it runs from (another one: a benchmark's baseline)."""
 
-    def __init__(self, data_dir: Path, *args: str, env: dict | None = None):
+    def __init__(self, data_dir: Path, *args: str, env: dict | None = None, repo: Path = REPO):
         self.data_dir = data_dir
+        self.repo = repo
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
         self.args = args
-        self.env = {**os.environ, "PARALAB_LESSONS_PATH": str(EXTRA_LESSONS), **(env or {})}
+        lessons = repo / EXTRA_LESSONS.relative_to(REPO)
+        self.env = {**os.environ, "PARALAB_LESSONS_PATH": str(lessons), **(env or {})}
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 180) -> "LiveServer":   # a loaded 2-core machine can take a minute
@@ -40,7 +43,7 @@ class LiveServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--port", str(self.port), "--data-dir", str(self.data_dir),
              "--log-level", "warning", *self.args],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            cwd=self.repo, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
