@@ -82,7 +82,7 @@ export function sizeOf(el) {
   if (!size || !size.width) {
     size = { width: el.clientWidth, height: el.clientHeight };
     sizes.set(el, size);
-    observer?.observe(el);
+    observer.observe(el);
   }
   return size;
 }

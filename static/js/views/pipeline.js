@@ -384,7 +384,7 @@ export function renderPipeline(container, state, { runId, params }) {
          place(keep(["measured-wrap"], () => h("div", { class: "gantt-wrap" })), [measured.svg])]
       : [keep(["no-compute"], () => h("p", { class: "empty" }, "No stage has computed yet at this step."))]),
     state.schedule
-      ? showProgress(keep(["ideal", state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
+      ? showProgress(keep(["ideal", runId, state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
       : keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event.")),
     morph(keep(["numbers"], () => h("div", { class: "pipeline-numbers" })),
       bubbleMeter(state, { schedule, p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage: params?.slow_stage }),

@@ -234,7 +234,7 @@ export function renderRing(container, state, { runId, worldSize }) {
       waitingRecvs.length ? ` · ${tPlural(waitingRecvs.length, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",
       atGates.length ? ` · ${tPlural(atGates.length, "{n} send held at a gate (dotted)", "{n} sends held at a gate (dotted)")}` : "",
       ` · ${t("dashed outline: the chunk being received, solid: the chunk sent")}`),
-    ringSteps || doubling ? cache.get(`steps ${ringSteps?.seq} ${doubling?.seq}`, () => stepsTable(ringSteps, doubling)) : null,
+    ringSteps || doubling ? cache.get(JSON.stringify(["steps", ringSteps, doubling]), () => stepsTable(ringSteps, doubling)) : null,
   ].filter(Boolean));
   cache.done();
   return true;
