@@ -14,6 +14,13 @@ function resolve(schema, prop) {
   return prop;
 }
 
+/** A boolean from a parameter's value as it may arrive: true/false, or "true"/"false"/"1"/"0" from an
+ * address or a room's link (where `Boolean("false")` would read as true). */
+export function asBoolean(value) {
+  if (typeof value === "string") return !["", "false", "0", "off", "no"].includes(value.trim().toLowerCase());
+  return Boolean(value);
+}
+
 function control(name, prop, value) {
   const id = `param-${name}`;
   const common = { id, name, "aria-describedby": `help-${name} error-${name}` };
@@ -26,7 +33,7 @@ function control(name, prop, value) {
                         max: prop.maximum ?? (prop.exclusiveMaximum !== undefined ? prop.exclusiveMaximum - 1 : null),
                         step: prop.type === "integer" ? 1 : "any" });
   }
-  if (prop.type === "boolean") return h("input", { ...common, type: "checkbox", checked: Boolean(value) });
+  if (prop.type === "boolean") return h("input", { ...common, type: "checkbox", checked: asBoolean(value) });
   return h("input", { ...common, type: "text", value: value ?? "" });
 }
 
@@ -73,7 +80,7 @@ export function writeParamsForm(form, { world_size, params = {} }) {
   for (const [name, value] of Object.entries(params)) {
     const input = form.elements.namedItem(name);
     if (!input || input instanceof RadioNodeList) continue;
-    if (input.type === "checkbox") input.checked = Boolean(value);
+    if (input.type === "checkbox") input.checked = asBoolean(value);
     else input.value = String(value);
   }
   const radio = form.querySelector(`input[name="world_size"][value="${Number(world_size)}"]`);

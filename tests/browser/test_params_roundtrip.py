@@ -1,0 +1,81 @@
+"""Every lesson's every parameter comes back as it went in: from the address bar into the form, from the
+form into the run it starts, and through a lecture room's link. The bug this guards: `?bucketed=false`
+read as true (the string "false" is truthy), so an unticked box ran the other variant."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+READ_FORM = """async () => {
+  const { readParamsForm } = await import("paralab/controls/params-form.js");
+  return readParamsForm(document.querySelector("#run-form"));
+}"""
+
+
+def _resolve(schema: dict, prop: dict) -> dict:
+    if "$ref" in prop:
+        return {**schema["$defs"][prop["$ref"].split("/")[-1]], **prop}
+    if "anyOf" in prop:
+        return {**next(p for p in prop["anyOf"] if p.get("type") != "null"), **prop}
+    return prop
+
+
+def other_value(prop: dict):
+    """A value for the field that is not its default, of the field's own type."""
+    default = prop.get("default")
+    options = prop.get("enum")
+    if options:
+        return next(o for o in options if o != default)
+    kind = prop.get("type")
+    if kind == "boolean":
+        return not default
+    if kind == "integer":
+        low = prop.get("minimum", prop.get("exclusiveMinimum", 0) + 1 if "exclusiveMinimum" in prop else 0)
+        return (default if default is not None else low) + 1
+    if kind == "number":
+        return (default or 0) + 2.5
+    return "x"
+
+
+def lessons(server) -> list[dict]:
+    return httpx.get(server.url + "/api/lessons").json()
+
+
+def test_every_parameter_round_trips_through_the_address_and_the_form(page: Page, server):
+    for lesson in lessons(server):
+        schema = lesson["params"]
+        fields = {name: _resolve(schema, prop) for name, prop in schema.get("properties", {}).items()}
+        changed = {name: other_value(prop) for name, prop in fields.items()}
+        defaults = {name: prop["default"] for name, prop in fields.items() if prop.get("default") is not None}
+        size = 2 if 2 in lesson["world_sizes"] else lesson["world_sizes"][0]
+        for wanted in (changed, defaults):   # every value written out: `false` as well as `true`
+            query = urlencode({"world_size": size, **{k: str(v).lower() if isinstance(v, bool) else v
+                                                      for k, v in wanted.items()}})
+            page.goto(f"{server.url}/lessons/{lesson['id']}?{query}")
+            expect(page.locator(".lesson-title")).to_have_text(lesson["title"])
+            shown = page.evaluate(READ_FORM)
+            assert shown["world_size"] == size, lesson["id"]
+            assert {k: shown["params"][k] for k in wanted} == wanted, lesson["id"]
+
+
+def test_an_unticked_box_in_the_address_runs_unticked_and_presents_unticked(page: Page, server):
+    page.goto(f"{server.url}/lessons/dp?world_size=2&bucketed=false")
+    expect(page.locator("#param-bucketed")).not_to_be_checked()
+    page.get_by_role("button", name="▶ Run").click()
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+    run_id = re.search(r"run=([0-9a-f]+)", page.url).group(1)
+    assert httpx.get(f"{server.url}/api/runs/{run_id}").json()["params"]["bucketed"] is False
+
+    page.goto(f"{server.url}/lessons/collectives?world_size=2&sweep=false&op=broadcast")
+    page.get_by_role("button", name="Present").click()
+    page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
+    expect(page.locator("#param-sweep")).not_to_be_checked()
+    assert page.evaluate(READ_FORM)["params"]["sweep"] is False
+    assert page.evaluate(READ_FORM)["params"]["op"] == "broadcast"
