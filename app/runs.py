@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from app import flight_recorder
+from app.causal import CausalOrder
 from app.hub import Hub
 from app.launcher import Launcher
 from app.recording import Recording, recorded_ids
@@ -53,6 +54,7 @@ class Run:
     report: dict | None = None
     rank_errors: dict[int, dict] = field(default_factory=dict)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
+    order: CausalOrder = field(default_factory=CausalOrder)   # holds an event until its causes are recorded
 
     @property
     def final(self) -> bool:
@@ -271,7 +273,12 @@ class RunManager:
             self._spawn(self._conclude(run))
         else:
             message["rank"] = rank   # a rank speaks only for itself
-            self.record(run, message)
+            run.last_event_at = time.monotonic()
+            self._record_all(run, run.order.admit(message))
+
+    def _record_all(self, run: Run, events: list[dict]) -> None:
+        for event in events:
+            self.record(run, event)
 
     # ---- scheduling and ending -------------------------------------------------------------------
     async def _schedule(self) -> None:
@@ -326,9 +333,11 @@ class RunManager:
         `hang_timeout_s`, and no rank is waiting at a step-mode gate (that is a person's pause)."""
         while not run.final:
             await asyncio.sleep(min(0.25, run.hang_timeout_s / 4))
+            self._record_all(run, run.order.overdue())
             quiet = time.monotonic() - run.last_event_at
             if quiet < run.hang_timeout_s or run.waiting or run.report is not None:
                 continue
+            self._record_all(run, run.order.flush())
             if flight_recorder.open_calls(run.events, run.world_size):
                 self._kill(run)
                 report = flight_recorder.diagnose(run.events, run.world_size)
@@ -374,6 +383,7 @@ class RunManager:
             await asyncio.sleep(0.005)
         if run.final:
             return
+        self._record_all(run, run.order.flush())
         report = run.report or {}
         if report.get("timed_out"):
             self._finish(run, "failed", self._timeout_error(run))
@@ -419,6 +429,7 @@ class RunManager:
         if run.final:
             return
         was_queued = run.status == "queued"
+        self._record_all(run, run.order.flush())
         run.status, run.error = status, error
         event = {"kind": "run", "status": status}
         if error:

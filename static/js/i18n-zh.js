@@ -593,6 +593,8 @@ export const ZH_BUILT = {
   "ranks {ranks}": "rank {ranks}",
   "Waiting: {arrived} arrived; {missing} not yet — a collective starts only when every member calls it.":
     "等待中：{arrived} 已到达，{missing} 还没到 — 集合通信要等每个成员都调用后才开始。",
+  "{arrived} arrived; {missing} not yet. {left} already left: a rank that only gives its data need not wait for the others.":
+    "{arrived} 已到达，{missing} 还没到。{left} 已经离开：只发出数据的 rank 不必等其他成员。",
   "Finished: {ranks}.": "已完成：{ranks}。",
   "Every rank arrived: {story}.": "每个 rank 都已到达：{story}。",
   "Done: {story}.": "完成：{story}。",

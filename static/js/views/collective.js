@@ -22,6 +22,10 @@ function phaseSentence(layout, c) {
   const { phase } = layout;
   if (phase.name === "waiting") {
     const missing = c.ranks.filter((r) => !c.begins.has(r));
+    if (phase.finished.length) {   // a broadcast's or scatter's root, a reduce's or gather's giver: it only sends
+      return t("{arrived} arrived; {missing} not yet. {left} already left: a rank that only gives its data need not wait for the others.",
+        { arrived: rankList(phase.arrived), missing: rankList(missing), left: rankList(phase.finished) });
+    }
     return t("Waiting: {arrived} arrived; {missing} not yet — a collective starts only when every member calls it.",
       { arrived: rankList(phase.arrived), missing: rankList(missing) });
   }
