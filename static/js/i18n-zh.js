@@ -595,6 +595,9 @@ export const ZH_BUILT = {
     "等待中：{arrived} 已到达，{missing} 还没到 — 集合通信要等每个成员都调用后才开始。",
   "{arrived} arrived; {missing} not yet. {left} already left: a rank that only gives its data need not wait for the others.":
     "{arrived} 已到达，{missing} 还没到。{left} 已经离开：只发出数据的 rank 不必等其他成员。",
+  "{n} checks FAILED": "{n} 项检查未通过",
+  "on ranks {ranks}; worst |error| {worst}": "在 rank {ranks} 上；最大 |误差| {worst}",
+  "Each rank's numbers against the reference, in the checks panel": "在检查面板中查看每个 rank 的数值与参考值的对比",
   "Finished: {ranks}.": "已完成：{ranks}。",
   "Every rank arrived: {story}.": "每个 rank 都已到达：{story}。",
   "Done: {story}.": "完成：{story}。",

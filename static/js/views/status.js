@@ -4,9 +4,10 @@
  * where, with what message and traceback.
  */
 
-import { fill, h } from "paralab/dom.js";
+import { changed, fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { t, tServer } from "paralab/i18n.js";
+import { formatNumber } from "paralab/replay.js";
 import { hangReport } from "paralab/views/hang.js";
 
 const WORDS = { none: "no run yet", queued: "queued", running: "running", paused: "paused", done: "done", failed: "failed", cancelled: "cancelled" };
@@ -17,29 +18,70 @@ export function liveStatus(log) {
   return null;
 }
 
+let failedCache = { log: null, length: 0, failed: [] };
+
+/** The failed `check` events of the whole log (kept between calls: the log only grows). */
+export function failedChecks(log) {
+  if (failedCache.log !== log || failedCache.length > log.length) failedCache = { log, length: 0, failed: [] };
+  for (let i = failedCache.length; i < log.length; i++) {
+    if (log[i].kind === "check" && !log[i].passed) failedCache.failed.push(log[i]);
+  }
+  failedCache.length = log.length;
+  return failedCache.failed;
+}
+
+/** "W1 shard gradient (ranks 0, 1; worst |error| 0.31)" for each failed check, worst first. */
+export function failedSummary(failed) {
+  const byName = new Map();
+  for (const e of failed) {
+    const row = byName.get(e.name) || { name: e.name, ranks: [], worst: 0 };
+    row.ranks.push(e.rank);
+    const err = Number(e.max_abs_err);
+    row.worst = Number.isFinite(err) ? Math.max(row.worst, err) : (e.max_abs_err ?? row.worst);
+    byName.set(e.name, row);
+  }
+  return [...byName.values()].sort((a, b) => (Number(b.worst) || Infinity) - (Number(a.worst) || Infinity) || 0);
+}
+
 export function renderRunPill(pill, { run, log, connection, note = null }) {
   const last = liveStatus(log);
+  const failed = failedChecks(log);
   const status = last ? last.status : run ? "queued" : "none";
   const busy = status === "queued" || status === "running";
-  pill.dataset.status = status;
+  pill.dataset.status = status === "done" && failed.length ? "checks-failed" : status;
   const detail = status === "queued" && last?.position ? ` ${t("(position {position})", last)}`
     : status === "running" ? ` · ${log.length} events` : run && status !== "none" ? ` · ${log.length} events` : "";
   fill(pill,
     busy ? h("span", { class: "spinner", "aria-hidden": "true" }) : null,
     h("span", { class: "run-word" }, status === "none" ? "No run yet" : `Run ${WORDS[status] || status}`),
+    failed.length ? h("span", { class: "run-checks-failed" }, ` · ${t("{n} checks FAILED", { n: failed.length })}`) : null,
     detail,
     run ? h("span", { class: "run-id", title: t("run {id}", run) }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
     note ? h("span", { class: "run-note" }, note) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);
 }
 
+function failedChecksPanel(failed) {
+  const rows = failedSummary(failed);
+  return [
+    h("h2", {}, t("{n} checks FAILED", { n: failed.length })),
+    h("ul", { class: "failed-checks" }, rows.map((row) => h("li", { "data-check": row.name },
+      h("strong", {}, row.name), " ",
+      t("on ranks {ranks}; worst |error| {worst}", { ranks: row.ranks.sort((a, b) => a - b).join(", "), worst: formatNumber(row.worst) })))),
+    h("p", {}, h("a", { href: "#h-checks" }, t("Each rank's numbers against the reference, in the checks panel"))),
+  ];
+}
+
 export function renderFailure(container, state) {
   const { status, error } = state.run;
+  const failed = [...state.checks.values()].flatMap((g) => [...g.rows.values()]).filter((e) => !e.passed);
   if (status !== "failed" && status !== "cancelled") {
-    container.hidden = true;
-    container.replaceChildren();
+    container.hidden = !failed.length;
+    container.classList.remove("hang");
+    if (changed(container, failed.map((e) => e.seq).join(","))) fill(container, failed.length ? failedChecksPanel(failed) : []);
     return;
   }
+  changed(container, "run-failed");   // drawn below without a key: a later checks panel must draw anew
   container.hidden = false;
   const e = error || {};
   container.classList.toggle("hang", e.kind === "hang");
