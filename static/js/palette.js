@@ -1,16 +1,21 @@
 /** The named palette, in one place: a colour per rank, colours for outcomes, and the heatmap scale. */
 
-/** One colour per rank (ranks beyond eight reuse them). Chosen to stay apart from the heatmap's red/blue. */
+/** One colour per rank (ranks beyond eight reuse them): eight that stay apart on a washed-out projector
+ * (every pair at least 15 apart in CIEDE2000, tests/test_palette.py), none a pass/fail green or red, none a
+ * process group's highlight; adjacent ranks the furthest apart (2-rank runs are the most common). */
 export const RANK_COLOURS = [
-  "#7c3aed", // violet
-  "#059669", // emerald
-  "#d97706", // amber
-  "#db2777", // pink
-  "#0891b2", // cyan
-  "#65a30d", // lime
+  "#1d4ed8", // blue
   "#ea580c", // orange
-  "#4338ca", // indigo
+  "#0e7490", // cyan
+  "#be185d", // pink
+  "#a16207", // ochre
+  "#a21caf", // fuchsia
+  "#7c2d12", // brown
+  "#44403c", // stone
 ];
+
+/** A process group lit while it communicates: light tints, never a rank's colour. */
+export const GROUP_COLOURS = { tp: "#14b8a6", pp: "#e879f9", dp: "#eab308", world: "#334155" };
 
 export const SERVER_COLOUR = "#64748b"; // events of the server itself (rank null)
 export const SUM_COLOUR = "#1e293b";    // data that is the sum of every rank's data

@@ -9,8 +9,9 @@
 import { changed, fill, h, remPx, sizeOf } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { formatMs, ganttFrame, ganttSvg, timeAxis } from "paralab/views/gantt.js";
+import { GROUP_COLOURS } from "paralab/palette.js";
 
-export const GROUP_COLOURS = { tp: "#0d9488", pp: "#c026d3", dp: "#ea580c", world: "#334155" };
+export { GROUP_COLOURS };
 const COMPUTE_COLOURS = { forward: "#2563eb", backward: "#16a34a", optimizer: "#7c3aed", other: "#64748b" };
 const BUCKET_COLOURS = ["#ea580c", "#0d9488", "#c026d3", "#ca8a04", "#0284c7", "#be123c"];
 const OP_COLOURS = { all_reduce: "#b45309", reduce_scatter: "#0f766e", all_gather: "#db2777" };
@@ -105,7 +106,7 @@ function collectiveLook(sp, topology) {
   const kind = groupKind(sp.group);
   const op = (sp.op || "").replace(/_/g, "-");
   const short = { all_reduce: "AR", all_gather: "AG", reduce_scatter: "RS", broadcast: "BC" }[sp.op] || op.slice(0, 2);
-  if (topology && GROUP_COLOURS[kind]) return { fill: GROUP_COLOURS[kind], text: `${kind} ${op}`, short: kind.toUpperCase() };
+  if (topology && GROUP_COLOURS[kind]) return { fill: GROUP_COLOURS[kind], ink: "#1e293b", text: `${kind} ${op}`, short: kind.toUpperCase() };
   return { fill: OP_COLOURS[sp.op] || GROUP_COLOURS.world, text: op, short };
 }
 
@@ -150,7 +151,7 @@ function rankRow(rs, state, topology) {
   const commBlocks = [
     ...collectives.map((sp) => {
       const look = collectiveLook(sp, topology);
-      return { t0: sp.t0, t1: end(sp), fill: look.fill, text: look.text, short: look.short,
+      return { t0: sp.t0, t1: end(sp), fill: look.fill, ink: look.ink, text: look.text, short: look.short,
                cls: ["collective", sp.t1 === null && "open", look.bucket !== undefined && "bucket"],
                data: { "data-group": groupKind(sp.group), ...(look.bucket !== undefined ? { "data-bucket": look.bucket } : {}) },
                title: `rank ${rs.rank}: ${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${sp.label}` : ""}: ${sp.t1 === null ? t("in flight") : formatMs(sp.t1 - sp.t0)}` };
