@@ -20,7 +20,7 @@ from app.runs import RunManager
 from app.settings import Settings
 from tests.app.room_client import (RoomClient, StalledFollower, close_all, is_event, is_state, new_room,
                                    room_state, run_count, run_events, until_waiting)
-from tests.app.helpers import RecordingSocket
+from tests.app.helpers import RecordingSocket, until
 
 CODE_ALPHABET = set("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")      # no 0/O, no 1/I
 URLSAFE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -502,13 +502,12 @@ def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every
             for n in range(40):                                        # a burst: both queues overflow
                 manager.record(run, {"kind": "log", "message": f"burst {n}"})
             assert first.lagged and second.lagged
-            await asyncio.sleep(0.05)
-            assert not first.lagged and not second.lagged              # resynchronised and drained
+            await until(lambda: not first.lagged and not second.lagged)    # resynchronised and drained
             for n in range(5):                                         # then live again
                 manager.record(run, {"kind": "log", "message": f"late {n}"})
                 await asyncio.sleep(0.01)
             rooms.seek(room, 50)
-            await asyncio.sleep(0.01)
+            await until(lambda: all(s.sent and s.sent[-1].get("cursor") == 50 for s in (fresh, resumed)))
             for sender in senders:
                 sender.cancel()
         return fresh.sent, resumed.sent, len(run.events)
