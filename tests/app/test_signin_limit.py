@@ -47,7 +47,7 @@ def test_failures_past_the_limit_block_for_the_rest_of_the_window():
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab_app(tmp_path):
     """(app, clock): the hosted lab with users bob and carol, its sign-in limit on `clock`."""
     settings = Settings(DATA_DIR=tmp_path, AUTH="on", ADMIN_PASSWORD="admin-secret-1", SECRET_KEY="test-key",
                         SIGNIN_WINDOW_S=WINDOW_S, SIGNIN_MAX_FAILURES=PER_NAME,
@@ -77,8 +77,8 @@ async def sign_in(client: httpx.AsyncClient, name: str, password: str) -> httpx.
     return await client.post("/api/auth/login", json={"name": name, "password": password})
 
 
-def test_wrong_passwords_for_one_name_get_429_until_the_window_passes(lab):
-    app, clock = lab
+def test_wrong_passwords_for_one_name_get_429_until_the_window_passes(lab_app):
+    app, clock = lab_app
 
     async def scenario():
         async with client_of(app) as client:
@@ -98,8 +98,8 @@ def test_wrong_passwords_for_one_name_get_429_until_the_window_passes(lab):
     asyncio.run(scenario())
 
 
-def test_failures_from_one_address_get_429_for_every_name_until_the_window_passes(lab):
-    app, clock = lab
+def test_failures_from_one_address_get_429_for_every_name_until_the_window_passes(lab_app):
+    app, clock = lab_app
 
     async def scenario():
         async with client_of(app) as client:
