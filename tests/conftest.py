@@ -17,13 +17,17 @@ REPO = Path(__file__).resolve().parent.parent
 EXTRA_LESSONS = REPO / "tests" / "lessons_extra"
 BROWSER_TESTS = REPO / "tests" / "browser"
 
-# `slow`: what the fast loop (`make test-fast`) leaves to `make test`. A test is slow when it starts a
-# server of its own (one of these fixtures: 10 s or more on two cores), when it is a parametrized test
-# on the live server past its first case (every case is a real run: the fast loop runs one of each),
-# or when it is listed here, by file or by file::test (measured with --durations: a few seconds or more).
-SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server"}
+# `slow`: what the fast loop (`make test-fast`) leaves to `make test`. A test is slow when it needs one
+# of these fixtures (a server of its own: 10 s or more on two cores; `finished`: a lesson's every case
+# run for its module), when it is a parametrized test on the live server past its first case (every
+# case is a real run: the fast loop runs one of each), or when it is listed here, by file or by
+# file::test (measured with --durations: several seconds).
+SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished"}
 SLOW_TESTS = {
     "tests/app/test_hangs.py",                  # every bug waits for the hang timeout (10 s)
+    "tests/app/test_pp_lesson.py::test_measured_bubble_is_the_formulas",
+    "tests/app/test_rooms.py::test_a_stalled_follower_does_not_slow_the_other_twenty",
+    "tests/workers/test_judge.py::test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it",
 }
 
 
