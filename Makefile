@@ -3,7 +3,7 @@ PYTHON ?= python3
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 
-.PHONY: install install-test system-deps serve test bench
+.PHONY: install install-test system-deps serve test test-fast readme bench
 
 install:
 	$(PIP) install -q $(TORCH_CPU) || $(PIP) install -q torch
@@ -22,6 +22,14 @@ serve: install
 
 test: install-test system-deps
 	$(PYTHON) -m pytest -q
+
+# The loop to run every few minutes: no browser, no sandbox, nothing slow (markers: pyproject.toml).
+test-fast:
+	$(PYTHON) -m pytest -q -m "not browser and not sandbox and not slow"
+
+# Rewrites the README's lesson table from the lessons' titles and summaries.
+readme:
+	$(PYTHON) -m tests.test_docs
 
 bench: install
 	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py && $(PYTHON) bench/room_followers.py

@@ -22,6 +22,7 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from app.hub import Hub
 from app.runs import Run, RunManager
@@ -59,9 +60,11 @@ class RoomError(Exception):
 
 
 class RoomManager:
-    def __init__(self, data_dir: Path, hub: Hub, runs: RunManager, ttl_s: float):
+    def __init__(self, data_dir: Path, hub: Hub, runs: RunManager, ttl_s: float,
+                 clock: Callable[[], float] = time.time):
         self.dir = data_dir / "rooms"
         self.hub, self.runs, self.ttl_s = hub, runs, ttl_s
+        self._clock = clock                             # wall time: saved, and compared after a restart
         self.rooms: dict[str, Room] = {}
         self._by_run: dict[str, set[str]] = {}
         self._counts: dict[str, int] = {}
@@ -88,7 +91,8 @@ class RoomManager:
         secret = secrets.token_urlsafe(24)
         while (code := "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))) in self.rooms:
             pass
-        room = Room(code=code, secret_digest=_digest(secret))
+        now = self._clock()
+        room = Room(code=code, secret_digest=_digest(secret), created_at=now, active_at=now)
         self.rooms[code] = room
         self._save(room)
         return room, secret
@@ -99,7 +103,7 @@ class RoomManager:
 
     def expired(self, room: Room) -> bool:
         """Idle: nobody connected, and no change by the presenter for the TTL."""
-        return self.connected(room) == 0 and time.time() - room.active_at > self.ttl_s
+        return self.connected(room) == 0 and self._clock() - room.active_at > self.ttl_s
 
     def connected(self, room: Room) -> int:
         return self.hub.count(self.topic(room))
@@ -151,7 +155,7 @@ class RoomManager:
         self._changed(room)
 
     def _changed(self, room: Room) -> None:
-        room.active_at = time.time()
+        room.active_at = self._clock()
         self._save(room)
         self.hub.publish(self.topic(room), json.dumps(self.state(room), separators=(",", ":")))
 
@@ -176,11 +180,15 @@ class RoomManager:
         anyone connected alive, delete expired ones."""
         while True:
             await asyncio.sleep(1)
-            for room in list(self.rooms.values()):
-                self._count_followers(room)
-                self._keep_alive(room)
-                if self.expired(room):
-                    self._delete(room)
+            self.tend()
+
+    def tend(self) -> None:
+        """One round of the tending: follower counts, rooms in use kept alive, expired ones deleted."""
+        for room in list(self.rooms.values()):
+            self._count_followers(room)
+            self._keep_alive(room)
+            if self.expired(room):
+                self._delete(room)
 
     def _count_followers(self, room: Room) -> None:
         count = self.followers(room)
@@ -191,7 +199,7 @@ class RoomManager:
     def _keep_alive(self, room: Room) -> None:
         """A room in use is not idle; its last use is saved when the last socket leaves."""
         if self.connected(room):
-            room.active_at = time.time()
+            room.active_at = self._clock()
             self._occupied.add(room.code)
         elif room.code in self._occupied:
             self._occupied.discard(room.code)

@@ -15,6 +15,47 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXTRA_LESSONS = REPO / "tests" / "lessons_extra"
+BROWSER_TESTS = REPO / "tests" / "browser"
+
+# `slow`: what the fast loop (`make test-fast`) leaves to `make test`. A test is slow when it needs one
+# of these fixtures (a server of its own: 10 s or more on two cores; `finished`: a lesson's every case
+# run for its module), when it is a parametrized test on the live server past its first case (every
+# case is a real run: the fast loop runs one of each), or when it is listed here, by file or by
+# file::test (measured with --durations: several seconds).
+SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished"}
+SLOW_TESTS = {
+    "tests/app/test_hangs.py",                  # every bug waits for the hang timeout (10 s)
+    "tests/app/test_pp_lesson.py::test_measured_bubble_is_the_formulas",
+    "tests/app/test_rooms.py::test_a_stalled_follower_does_not_slow_the_other_twenty",
+    "tests/workers/test_judge.py::test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks each test by what it needs, for `-m` (see pyproject.toml): `browser` for every test under
+    tests/browser; `sandbox` for every test that skips where bubblewrap is missing (it judges learner
+    code in the sandbox); `slow` as told above."""
+    first_cases: set[tuple] = set()
+    for item in items:
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
+        if any("bubblewrap" in mark.kwargs.get("reason", "") for mark in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.sandbox)
+        if is_slow(item, first_cases):
+            item.add_marker(pytest.mark.slow)
+
+
+def is_slow(item, first_cases: set[tuple]) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    path = str(item.path.relative_to(REPO))
+    name = f"{path}::{getattr(item, 'originalname', item.name)}"
+    if fixtures & SLOW_FIXTURES or path in SLOW_TESTS or name in SLOW_TESTS:
+        return True
+    if "server" in fixtures and hasattr(item, "callspec"):
+        if name in first_cases:
+            return True
+        first_cases.add(name)
+    return False
 
 
 def free_port() -> int:

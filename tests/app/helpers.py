@@ -184,6 +184,16 @@ def of_rank(got: list[dict], rank: int, kind: str, **match) -> list[dict]:
     return [e for e in got if e["rank"] == rank and e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
 
 
+async def until(predicate, timeout: float = 10) -> None:
+    """Yields to the event loop until `predicate()` holds: however busy the machine, the other tasks
+    have the time they need, and a test waits no longer than that."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout} s for {predicate}")
+        await asyncio.sleep(0.005)
+
+
 class RecordingSocket:
     """Stands in for a websocket a server-side sender writes to: keeps every message it is sent."""
 

@@ -9,7 +9,7 @@ from app.hub import Hub
 from app.routes.ws import _send
 from app.runs import RunManager
 from app.settings import Settings
-from tests.app.helpers import RecordingSocket
+from tests.app.helpers import RecordingSocket, until
 
 
 def test_each_subscriber_gets_every_message_in_its_own_queue():
@@ -56,11 +56,11 @@ def test_lagged_websocket_client_is_resynchronised_from_the_log(tmp_path):
             sender = asyncio.create_task(_send(socket, manager, run, subscriber, backlog, 0))
             for n in range(40):                                        # a burst: the queue overflows
                 manager.record(run, {"kind": "log", "message": f"event {n}"})
-            await asyncio.sleep(0.05)
-            assert subscriber.lagged is False                          # resynchronised and drained
+            await until(lambda: not subscriber.lagged)                 # resynchronised and drained
             for n in range(5):                                         # then live again
                 manager.record(run, {"kind": "log", "message": f"late {n}"})
                 await asyncio.sleep(0.01)
+            await until(lambda: len(socket.sent) >= 46)
             sender.cancel()
         return [e["seq"] for e in socket.sent]
 

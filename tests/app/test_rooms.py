@@ -20,7 +20,7 @@ from app.runs import RunManager
 from app.settings import Settings
 from tests.app.room_client import (RoomClient, StalledFollower, close_all, is_event, is_state, new_room,
                                    room_state, run_count, run_events, until_waiting)
-from tests.app.helpers import RecordingSocket
+from tests.app.helpers import RecordingSocket, until
 
 CODE_ALPHABET = set("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")      # no 0/O, no 1/I
 URLSAFE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -502,13 +502,12 @@ def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every
             for n in range(40):                                        # a burst: both queues overflow
                 manager.record(run, {"kind": "log", "message": f"burst {n}"})
             assert first.lagged and second.lagged
-            await asyncio.sleep(0.05)
-            assert not first.lagged and not second.lagged              # resynchronised and drained
+            await until(lambda: not first.lagged and not second.lagged)    # resynchronised and drained
             for n in range(5):                                         # then live again
                 manager.record(run, {"kind": "log", "message": f"late {n}"})
                 await asyncio.sleep(0.01)
             rooms.seek(room, 50)
-            await asyncio.sleep(0.01)
+            await until(lambda: all(s.sent and s.sent[-1].get("cursor") == 50 for s in (fresh, resumed)))
             for sender in senders:
                 sender.cancel()
         return fresh.sent, resumed.sent, len(run.events)
@@ -521,28 +520,45 @@ def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every
         assert states[-1]["cursor"] == 50 == sent[-1]["cursor"]
 
 
+class Clock:
+    def __init__(self, now: float):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_an_idle_room_is_deleted_and_a_room_in_use_is_kept_alive(tmp_path):
-    """TTL 2.5 s: the room nobody joined is refused, then gone from memory and disk; the room with a
-    socket open outlives the TTL, and gets a whole TTL after its last socket leaves."""
+    """TTL 60 s on a clock of our own, the rooms tended as their loop does once a second: the room nobody
+    joined is refused once idle past the TTL, then gone from memory and disk; the room with a socket
+    open outlives the TTL, and gets a whole TTL after its last socket leaves, its last use saved."""
     async def scenario():
+        clock = Clock(1_000_000.0)
         hub = Hub(queue_size=8)
-        rooms = RoomManager(tmp_path, hub, RunManager(Settings(DATA_DIR=tmp_path), hub), ttl_s=2.5)
-        await rooms.start()
+        rooms = RoomManager(tmp_path, hub, RunManager(Settings(DATA_DIR=tmp_path), hub), ttl_s=60, clock=clock)
         idle, _ = rooms.create()
         used, _ = rooms.create()
         saved = tmp_path / "rooms"
-        try:
-            async with hub.subscribe(rooms.topic(used)):
-                await asyncio.sleep(3.7)
-                assert rooms.get(idle.code) is None
-                assert idle.code not in rooms.rooms and not (saved / f"{idle.code}.json").exists()
-                assert rooms.get(used.code) is used
-            await asyncio.sleep(1.1)
-            assert rooms.get(used.code) is used                   # just left: not idle yet
-            assert json.loads((saved / f"{used.code}.json").read_text())["active_at"] > used.created_at + 2
-            await asyncio.sleep(3.7)
-            assert rooms.get(used.code) is None and list(saved.glob("*.json")) == []
-        finally:
-            await rooms.stop()
+        async with hub.subscribe(rooms.topic(used)):
+            clock.now += 60
+            rooms.tend()
+            assert rooms.get(idle.code) is idle                   # idle for the TTL, not past it
+            clock.now += 1
+            assert rooms.get(idle.code) is None                   # refused at once, deleted by the tending
+            assert (saved / f"{idle.code}.json").exists()
+            rooms.tend()
+            assert idle.code not in rooms.rooms and not (saved / f"{idle.code}.json").exists()
+            assert rooms.get(used.code) is used
+            left_at = clock.now
+        clock.now += 30
+        rooms.tend()
+        assert rooms.get(used.code) is used                       # just left: not idle yet
+        assert json.loads((saved / f"{used.code}.json").read_text())["active_at"] == left_at
+        clock.now = left_at + 60
+        rooms.tend()
+        assert rooms.get(used.code) is used
+        clock.now += 1
+        rooms.tend()
+        assert rooms.get(used.code) is None and list(saved.glob("*.json")) == []
 
     asyncio.run(scenario())

@@ -1,21 +1,21 @@
 """The sign-in rate limit: wrong passwords for one name, or from one address, get 429 with a message
 and Retry-After once past the limit — even the right password then — and a correct sign-in works
-again once the window has passed. The window in seconds, on a real server; and the arithmetic on a
-clock of our own."""
+again once the window has passed. The app in-process (its lifespan not run: no launcher is needed to
+sign in), its limit on a clock of our own, so the window passes without waiting for it."""
 
 from __future__ import annotations
 
-import time
-from contextlib import closing
+import asyncio
 
 import httpx
 import pytest
 
+from app.main import create_app
+from app.settings import Settings
 from app.signin_limit import SignInLimit
-from tests.conftest import LiveServer
 
-WINDOW_S = 8
-PER_NAME, PER_ADDRESS = 3, 6
+WINDOW_S = 300
+PER_NAME, PER_ADDRESS = 2, 3
 
 
 class Clock:
@@ -47,40 +47,75 @@ def test_failures_past_the_limit_block_for_the_rest_of_the_window():
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    live = LiveServer(tmp_path_factory.mktemp("paralab-signin"), env={
-        "PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1", "PARALAB_SIGNIN_WINDOW_S": str(WINDOW_S),
-        "PARALAB_SIGNIN_MAX_FAILURES": str(PER_NAME), "PARALAB_SIGNIN_MAX_FAILURES_PER_ADDRESS": str(PER_ADDRESS)}).start()
-    with closing(httpx.Client(base_url=live.url)) as admin:
-        admin.post("/api/auth/login", json={"name": "admin", "password": "admin-secret-1"})
-        for name in ("bob", "carol"):
-            assert admin.post("/api/admin/users", json={"name": name, "password": f"{name}-pass-1"}).status_code == 201
-    yield live
-    live.stop()
+def hosted_lab(tmp_path_factory):
+    """The hosted lab with users bob and carol (each password hash costs a CPU-heavy argon2: made once)."""
+    settings = Settings(DATA_DIR=tmp_path_factory.mktemp("signin"), AUTH="on", ADMIN_PASSWORD="admin-secret-1",
+                        SECRET_KEY="test-key", SIGNIN_WINDOW_S=WINDOW_S, SIGNIN_MAX_FAILURES=PER_NAME,
+                        SIGNIN_MAX_FAILURES_PER_ADDRESS=PER_ADDRESS)
+    app = create_app(settings)
+
+    async def add_users():
+        async with client_of(app) as admin:
+            assert (await sign_in(admin, "admin", "admin-secret-1")).status_code == 200
+            for name in ("bob", "carol"):
+                added = await admin.post("/api/admin/users", json={"name": name, "password": f"{name}-pass-1"})
+                assert added.status_code == 201, added.text
+
+    asyncio.run(add_users())
+    return app
 
 
-def sign_in(live: LiveServer, name: str, password: str) -> httpx.Response:
-    return httpx.post(live.url + "/api/auth/login", json={"name": name, "password": password})
+@pytest.fixture
+def lab_app(hosted_lab):
+    """(app, clock): the hosted lab with a new sign-in limit, on `clock`, as its settings say."""
+    settings, clock = hosted_lab.state.settings, Clock()
+    hosted_lab.state.signin_limit = SignInLimit(settings.SIGNIN_MAX_FAILURES, settings.SIGNIN_MAX_FAILURES_PER_ADDRESS,
+                                                settings.SIGNIN_WINDOW_S, clock=clock)
+    return hosted_lab, clock
 
 
-def test_wrong_passwords_for_one_name_get_429_until_the_window_passes(lab):
-    for _ in range(PER_NAME):
-        assert sign_in(lab, "bob", "wrong-password").status_code == 401
-    refused = sign_in(lab, "bob", "bob-pass-1")                      # the right one, too late
-    assert refused.status_code == 429
-    assert refused.json()["detail"].startswith("too many wrong passwords for 'bob'; try again in")
-    assert 1 <= int(refused.headers["retry-after"]) <= WINDOW_S
-    assert sign_in(lab, "carol", "carol-pass-1").status_code == 200   # others sign in meanwhile
-    time.sleep(int(refused.headers["retry-after"]) + 0.5)
-    assert sign_in(lab, "bob", "bob-pass-1").status_code == 200
+def client_of(app) -> httpx.AsyncClient:
+    """The app called in-process; its lifespan is not run (signing in needs no launcher)."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://lab")
 
 
-def test_failures_from_one_address_get_429_for_every_name_until_the_window_passes(lab):
-    time.sleep(WINDOW_S)                                   # the last test's failures have left the window
-    for k in range(PER_ADDRESS):
-        assert sign_in(lab, f"nobody{k}", "wrong-password").status_code == 401
-    refused = sign_in(lab, "carol", "carol-pass-1")
-    assert refused.status_code == 429 and "from your address" in refused.json()["detail"]
-    assert 1 <= int(refused.headers["retry-after"]) <= WINDOW_S
-    time.sleep(int(refused.headers["retry-after"]) + 0.5)
-    assert sign_in(lab, "carol", "carol-pass-1").status_code == 200
+async def sign_in(client: httpx.AsyncClient, name: str, password: str) -> httpx.Response:
+    return await client.post("/api/auth/login", json={"name": name, "password": password})
+
+
+def test_wrong_passwords_for_one_name_get_429_until_the_window_passes(lab_app):
+    app, clock = lab_app
+
+    async def scenario():
+        async with client_of(app) as client:
+            for _ in range(PER_NAME):
+                assert (await sign_in(client, "bob", "wrong-password")).status_code == 401
+                clock.now += 10
+            refused = await sign_in(client, "bob", "bob-pass-1")                 # the right one, too late
+            assert refused.status_code == 429
+            assert refused.json()["detail"] == f"too many wrong passwords for 'bob'; try again in {WINDOW_S - 20} s"
+            assert refused.headers["retry-after"] == str(WINDOW_S - 20)          # till the first failure leaves
+            assert (await sign_in(client, "carol", "carol-pass-1")).status_code == 200   # others sign in
+            clock.now += WINDOW_S - 20 - 1
+            assert (await sign_in(client, "bob", "bob-pass-1")).status_code == 429       # a second early
+            clock.now += 1
+            assert (await sign_in(client, "bob", "bob-pass-1")).status_code == 200
+
+    asyncio.run(scenario())
+
+
+def test_failures_from_one_address_get_429_for_every_name_until_the_window_passes(lab_app):
+    app, clock = lab_app
+
+    async def scenario():
+        async with client_of(app) as client:
+            for k in range(PER_ADDRESS):
+                assert (await sign_in(client, f"nobody{k}", "wrong-password")).status_code == 401
+            refused = await sign_in(client, "carol", "carol-pass-1")
+            assert refused.status_code == 429
+            assert refused.json()["detail"] == f"too many failed sign-ins from your address; try again in {WINDOW_S} s"
+            assert refused.headers["retry-after"] == str(WINDOW_S)
+            clock.now += WINDOW_S
+            assert (await sign_in(client, "carol", "carol-pass-1")).status_code == 200
+
+    asyncio.run(scenario())

@@ -1,5 +1,5 @@
-"""Headless Chromium for the browser tests: one browser per session, a fresh context and page per
-test (so localStorage starts empty). Debian's Chromium is used; never `playwright install`."""
+"""Headless Chromium for the browser tests: one browser for the tests of this package, a fresh context
+and page per test (so localStorage starts empty). Debian's Chromium is used; never `playwright install`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: while Playwright's sync API is running, the main thread's event loop is
+# marked running, and every later `asyncio.run` (the hub's and rooms' tests) would fail. The browser
+# goes when the last browser test is done, whatever runs after it.
+@pytest.fixture(scope="package")
 def browser():
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"no Chromium at {CHROMIUM} (install Debian's chromium; never `playwright install`)")
