@@ -6,6 +6,7 @@ import asyncio
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
@@ -19,6 +20,7 @@ from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
 from app.signin_limit import SignInLimit
+from app.validation import request_validation_error
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -37,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="paralab", version="1", lifespan=lifespan,
                   description="A live visual lab for distributed-training parallelism.")
     app.state.settings = settings
+    app.add_exception_handler(RequestValidationError, request_validation_error)
     hub = Hub()
     app.state.manager = RunManager(settings, hub)
     app.state.rooms = RoomManager(settings.DATA_DIR, hub, app.state.manager, settings.ROOM_TTL_S)

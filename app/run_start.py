@@ -44,7 +44,9 @@ def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> No
 
 
 async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None) -> Run:
-    """`user`: the hosted lab's signed-in user (owner of the run, held to the quotas); None in the lecture mode."""
+    """`user`: the hosted lab's signed-in user (owner of the run, held to the quotas); None in the lecture mode.
+    The quota is checked first (a refused user costs nothing more) and again right before the run is
+    created: requests that arrive together each wait on the launcher's check in between."""
     if user is not None:
         _quota(manager, settings, body, user)
     lesson = LESSONS.get(body.lesson)
@@ -68,6 +70,8 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
                 for field, message in problems])
     backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
     values = params.model_dump()
+    if user is not None:      # again, with no await before `create`: counting and reserving are one step
+        _quota(manager, settings, body, user)
     try:
         return manager.create(lesson.id, body.world_size, values, body.step, backend,
                               values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None)

@@ -307,6 +307,9 @@ class RunManager:
             self.record(run, {"kind": "run", "status": "running", "backend": run.backend})
             self._announce_positions()
             run.pid = await self.launcher.launch(request)
+            if run.final:            # cancelled while its ranks were being started: stop them now
+                self._kill(run)
+                return
             watchdog = self._spawn(self._watch_for_hang(run))
             try:
                 await asyncio.wait_for(run.finished.wait(), self.time_limit(run) + _KILL_GRACE_S)

@@ -45,7 +45,6 @@ def supervise(request: LaunchRequest) -> None:
     """Fork mode: runs in the supervisor forked from the warm launcher; never returns."""
     from workers.rank import run_rank   # imported by the launcher already: costs nothing here
 
-    os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent()
     workdir = tempfile.mkdtemp(prefix=f"paralab-{request.run_id}-")
@@ -111,15 +110,23 @@ def _kill(living: dict[int, int]) -> None:
 
 
 def start(request: LaunchRequest) -> int:
-    """Fork the supervisor of one run from the warm launcher; returns its pid (= its process group)."""
+    """Fork the supervisor of one run from the warm launcher; returns its pid (= its process group),
+    once the supervisor leads that group: a cancel right after the reply must find the group to kill."""
     sys.stdout.flush()
     sys.stderr.flush()
+    led, leading = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.dup2(2, 1)   # stdout is the launcher's reply pipe: a rank's prints must never land there
+        os.close(led)
         try:
+            os.setsid()
+            os.close(leading)
+            os.dup2(2, 1)   # stdout is the launcher's reply pipe: a rank's prints must never land there
             supervise(request)
         finally:
             os._exit(1)
+    os.close(leading)
+    os.read(led, 1)         # end of file: the supervisor has called setsid (or died)
+    os.close(led)
     return pid
 
