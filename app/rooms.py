@@ -107,6 +107,17 @@ class RoomManager:
     def is_presenter(self, room: Room, secret: str | None) -> bool:
         return secret is not None and hmac.compare_digest(_digest(secret), room.secret_digest)
 
+    def control_refusal(self, run: Run, secret: str | None) -> str | None:
+        """Why this client may not step, pause, continue or cancel `run`, or None. A run a room's
+        presenter started is controlled with that room's secret only, whoever else can see it."""
+        if run.room is None:
+            return None
+        room = self.rooms.get(run.room)
+        if room is not None and self.is_presenter(room, secret):
+            return None
+        return (f"run {run.id} is lecture room {run.room}'s: only its presenter controls it "
+                f"(with the room's secret: ?secret=…)")
+
     def topic(self, room: Room) -> str:
         return f"room:{room.code}"
 

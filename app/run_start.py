@@ -43,8 +43,10 @@ def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> No
                           f"you have {mine} runs queued or running; the limit is {settings.MAX_RUNS_PER_USER}")
 
 
-async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None) -> Run:
+async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None,
+                    room: str | None = None) -> Run:
     """`user`: the hosted lab's signed-in user (owner of the run, held to the quotas); None in the lecture mode.
+    `room`: the lecture room whose presenter starts it (then only the presenter controls it).
     The quota is checked first (a refused user costs nothing more) and again right before the run is
     created: requests that arrive together each wait on the launcher's check in between."""
     if user is not None:
@@ -74,6 +76,7 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
         _quota(manager, settings, body, user)
     try:
         return manager.create(lesson.id, body.world_size, values, body.step, backend,
-                              values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None)
+                              values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None,
+                              room=room)
     except QueueFull as exc:
         raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))

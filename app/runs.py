@@ -37,6 +37,7 @@ class Run:
     step: bool = False
     backend: str = "gloo"
     owner: str | None = None            # the hosted lab's user who started it (None: the lecture mode)
+    room: str | None = None             # the lecture room whose presenter started it: only they control it
     created_at: float = field(default_factory=time.time)
     t0: float = field(default_factory=time.monotonic)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -69,6 +70,7 @@ class Run:
     def meta(self) -> dict:
         return {"id": self.id, "lesson": self.lesson, "world_size": self.world_size, "params": self.params,
                 "step": self.step, "backend": self.backend, "created_at": self.created_at, "owner": self.owner,
+                "room": self.room,
                 "hang_timeout_s": self.hang_timeout_s,
                 "status": self.status, "error": self.error, "event_count": len(self.events)}
 
@@ -143,13 +145,13 @@ class RunManager:
 
     # ---- creating, finding, cancelling ----------------------------------------------------------
     def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str,
-               hang_timeout_s: float | None = None, owner: str | None = None) -> Run:
+               hang_timeout_s: float | None = None, owner: str | None = None, room: str | None = None) -> Run:
         queued = sum(1 for r in self.runs.values() if r.status == "queued")
         if queued >= self.settings.MAX_QUEUED_RUNS:
             raise QueueFull(f"{queued} runs are already queued; try again shortly")
         run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
                   step=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
-                  owner=owner)
+                  owner=owner, room=room)
         self.runs[run.id] = run
         recording = self._recording(run.id)
         recording.create(self._index(run))
@@ -170,7 +172,7 @@ class RunManager:
         meta = recording.load_meta()
         run = Run(id=meta["id"], lesson=meta["lesson"], world_size=meta["world_size"], params=meta["params"],
                   step=meta.get("step", False), backend=meta.get("backend", "gloo"), owner=meta.get("owner"),
-                  created_at=meta["created_at"], status=meta["status"], error=meta.get("error"),
+                  room=meta.get("room"), created_at=meta["created_at"], status=meta["status"], error=meta.get("error"),
                   events=recording.load_events())
         run.finished.set()
         self.runs[run_id] = run
