@@ -39,6 +39,19 @@ class Launcher:
         started = self._starting is not None and self._starting.done() and not self._starting.cancelled()
         return started and self._starting.exception() is None and self.alive
 
+    @property
+    def state(self) -> str:
+        """"ready"; "starting" (importing torch); or "down" (it died, and is not yet started again)."""
+        if self.ready:
+            return "ready"
+        if self._proc is not None and not self.alive and (self._starting is None or self._starting.done()):
+            return "down"
+        return "starting"
+
+    async def wait(self) -> int:
+        """Until the launcher process exits; its exit status."""
+        return await self._proc.wait()
+
     async def start(self) -> None:
         """Start the launcher (once; again if it died); returns when torch and the lessons are loaded."""
         if self._starting is None or (self._starting.done() and not self.alive):

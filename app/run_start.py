@@ -34,13 +34,19 @@ def _backend(settings: Settings, devices: int, world_size: int) -> str:
 
 
 def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> None:
-    """The hosted lab's limits on one user: runs in flight (queued or running), ranks for a student."""
+    """The hosted lab's limits on one user: runs in flight (queued or running), step-mode runs among
+    them (each holds a run slot while it waits on a person), ranks for a student."""
     if not user.admin and body.world_size > settings.MAX_RANKS_PER_STUDENT:
         raise _invalid(["world_size"], f"a student may start at most {settings.MAX_RANKS_PER_STUDENT} ranks")
-    mine = sum(1 for r in manager.runs.values() if r.owner == user.name and not r.final)
+    mine = manager.in_flight(user.name)
     if mine >= settings.MAX_RUNS_PER_USER:
         raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
                           f"you have {mine} runs queued or running; the limit is {settings.MAX_RUNS_PER_USER}")
+    stepping = manager.in_flight(user.name, step_only=True)
+    if body.step and stepping >= settings.MAX_STEP_RUNS_PER_USER:
+        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
+                          f"you have {stepping} step-mode runs open; the limit is {settings.MAX_STEP_RUNS_PER_USER} "
+                          f"(cancel one, or let it continue to the end)")
 
 
 async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None,

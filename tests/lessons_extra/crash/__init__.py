@@ -10,7 +10,7 @@ from workers.lessons.params import LessonParams
 
 
 class CrashParams(LessonParams):
-    how: Literal["raise", "exit", "segfault", "hang", "print", "none"] = "raise"
+    how: Literal["raise", "exit", "segfault", "hang", "print", "flood", "none"] = "raise"
     rank: int = Field(1, ge=0, le=63, description="the rank that fails")
 
 
