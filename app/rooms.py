@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import time
@@ -25,6 +26,8 @@ from pathlib import Path
 
 from app.hub import Hub
 from app.runs import Run, RunManager
+
+log = logging.getLogger("paralab.rooms")
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I: easy to read off a projector
 CODE_LENGTH = 8                                       # 32⁸ ≈ 10¹² codes
@@ -73,7 +76,11 @@ class RoomManager:
     async def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         for path in self.dir.glob("*.json"):
-            room = Room(**json.loads(path.read_text()))
+            try:
+                room = Room(**json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError) as exc:   # one damaged file must not stop the server
+                log.warning("room file %s skipped: it cannot be read (%s)", path.name, exc)
+                continue
             self.rooms[room.code] = room
             if room.run:
                 self._by_run.setdefault(room.run, set()).add(room.code)
