@@ -57,6 +57,7 @@ class Run:
     last_control_at: float = field(default_factory=time.monotonic)   # a person's last step/continue/pause
     control_allowance: float | None = None                           # the control rate's token bucket
     supervisor_gone_at: float | None = None                          # when its supervisor was first missed
+    stepping: bool | None = None                                     # the last pause (True) or continue (False)
 
     @property
     def final(self) -> bool:
@@ -172,7 +173,7 @@ class RunManager:
         if queued >= self.settings.MAX_QUEUED_RUNS:
             raise QueueFull(f"{queued} runs are already queued; try again shortly")
         run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
-                  step=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
+                  step=step, stepping=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
                   owner=owner, room=room)
         self.runs[run.id] = run
         recording = self._recording(run.id)
@@ -428,8 +429,11 @@ class RunManager:
                 run.waiting.pop(released, None)
             self._tell(run, targets, {"release": True})
         elif op in ("continue", "pause"):
-            self._tell(run, sorted(run.writers), {"stepping": op == "pause"})
-            self.record(run, {"kind": "run", "status": "running", "stepping": op == "pause"})
+            stepping = op == "pause"
+            self._tell(run, sorted(run.writers), {"stepping": stepping})
+            if stepping != run.stepping:     # said again, it changes nothing: the log does not grow
+                run.stepping = stepping
+                self.record(run, {"kind": "run", "status": "running", "stepping": stepping})
         else:
             return f"unknown control op {op!r}"
         return None
