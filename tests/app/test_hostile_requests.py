@@ -133,3 +133,12 @@ def test_delete_stops_every_rank_of_the_run(server, when):
     assert procs.left_behind() == []
     assert server.wait_run(run["id"], timeout=5)["status"] == "cancelled"
     assert sum(is_final(e) for e in events(server, run["id"])) == 1
+
+
+def test_a_solution_nested_too_deeply_to_parse_is_refused_with_the_reason(server):
+    """The judge's `ast.parse` would raise RecursionError on it (a 500 before)."""
+    code = "def f():\n    return " + "-" * 60_000 + "1\n"
+    response = httpx.post(f"{server.url}/api/problems/ring_allreduce/judge", json={"code": code}, timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "refused" and "nested too deeply" in response.json()["reason"]
+    assert httpx.get(f"{server.url}/healthz").json()["status"] == "ok"
