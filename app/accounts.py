@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS users (
     role TEXT NOT NULL CHECK (role IN ('admin', 'student')),
     class TEXT REFERENCES classes(name),
     created_at REAL NOT NULL,
-    session_epoch INTEGER NOT NULL DEFAULT 0   -- raised at each password change: older sessions end
+    session_epoch INTEGER NOT NULL DEFAULT 0,  -- raised at each password change and sign-out: older sessions end
+    uid TEXT                                   -- random, never reused: a session names it, not only the name
 );
 CREATE TABLE IF NOT EXISTS submissions (
     id TEXT PRIMARY KEY,
@@ -62,6 +63,7 @@ class User:
     role: str
     klass: str | None
     session_epoch: int = 0      # a session signed in under an older one has ended (the password changed)
+    uid: str = ""               # this account's own id: a later account of the same name has another
 
     @property
     def admin(self) -> bool:
@@ -83,6 +85,7 @@ class Accounts:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
             self._add_session_epoch()
+            self._add_uid()
             # the judge was cut off by a restart: those submissions will never finish
             self._db.execute("UPDATE submissions SET status='refused', reason='the server restarted before it was judged; submit again', "
                              "finished_at=? WHERE status IN ('queued', 'judging')", (time.time(),))
@@ -92,6 +95,14 @@ class Accounts:
         columns = {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}
         if "session_epoch" not in columns:
             self._db.execute("ALTER TABLE users ADD COLUMN session_epoch INTEGER NOT NULL DEFAULT 0")
+
+    def _add_uid(self) -> None:
+        """A database from before user ids lacks users.uid: each existing user gets one (under the lock)."""
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}
+        if "uid" not in columns:
+            self._db.execute("ALTER TABLE users ADD COLUMN uid TEXT")
+        for row in self._db.execute("SELECT name FROM users WHERE uid IS NULL").fetchall():
+            self._db.execute("UPDATE users SET uid=? WHERE name=?", (_new_uid(), row["name"]))
 
     def close(self) -> None:
         with self._lock:
@@ -116,11 +127,12 @@ class Accounts:
         if klass is not None and not self._q("SELECT 1 FROM classes WHERE name=?", (klass,)):
             raise AccountError(f"no class {klass!r}")
         try:
-            self._q("INSERT INTO users (name, password_hash, role, class, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (name, self._hasher.hash(password), role, klass, time.time()))
+            uid = _new_uid()
+            self._q("INSERT INTO users (name, password_hash, role, class, created_at, uid) VALUES (?, ?, ?, ?, ?, ?)",
+                    (name, self._hasher.hash(password), role, klass, time.time(), uid))
         except sqlite3.IntegrityError:
             raise AccountError(f"the name {name!r} is taken") from None
-        return User(name, role, klass)
+        return User(name, role, klass, 0, uid)
 
     def set_password(self, name: str, password: str) -> None:
         """Store a new hash of the same password (argon2's parameters changed); sessions go on."""
@@ -136,6 +148,10 @@ class Accounts:
         if not rows:
             raise AccountError(f"no user {name!r}")
         return rows[0]["session_epoch"]
+
+    def end_sessions(self, name: str) -> None:
+        """Sign the user out everywhere: every session cookie issued so far stops working."""
+        self._q("UPDATE users SET session_epoch=session_epoch+1 WHERE name=?", (name,))
 
     def delete_user(self, name: str) -> int:
         """Delete an account and every submission of it; how many submissions went with it."""
@@ -258,7 +274,11 @@ def _check_password(password: str) -> None:
 
 
 def _user(row: sqlite3.Row) -> User:
-    return User(row["name"], row["role"], row["class"], row["session_epoch"])
+    return User(row["name"], row["role"], row["class"], row["session_epoch"], row["uid"])
+
+
+def _new_uid() -> str:
+    return secrets.token_hex(16)
 
 
 def _submission(row: sqlite3.Row) -> dict:

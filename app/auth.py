@@ -1,7 +1,8 @@
 """Who is asking. With `PARALAB_AUTH=off` (the lecture mode) nobody signs in and every request may do
 everything, as before. With `PARALAB_AUTH=on` (the hosted lab) a signed session cookie (Starlette's
-SessionMiddleware, itsdangerous) names the user and their session epoch (raised by each password
-change, which so ends older sessions), and `AuthGate` lets through only what is public:
+SessionMiddleware, itsdangerous) names the user, their account's id (never reused: a deleted
+account's cookie does not sign in a new account of the same name) and their session epoch (raised by
+each password change and each sign-out, which so end older sessions), and `AuthGate` lets through only what is public:
 the sign-in page and API, /healthz and the static files. Pages send a stranger to /login; the API
 answers 401; a websocket is refused. `/admin` and `/api/admin/*` are for admins only, and so are the
 direct judge (`POST /api/problems/{id}/judge`: students are judged through the fair queue) and
@@ -67,6 +68,7 @@ def sign_in(connection: HTTPConnection, user: User) -> None:
     """A fresh session for `user`, valid until their password changes."""
     connection.session.clear()
     connection.session["user"] = user.name
+    connection.session["uid"] = user.uid
     connection.session["epoch"] = user.session_epoch
 
 
@@ -83,10 +85,11 @@ class AuthGate:
         self.app, self.accounts = app, accounts
 
     def _signed_in(self, session: dict) -> User | None:
-        """The session's user, unless the account is gone or its password changed since it signed in."""
+        """The session's user, unless the account is gone (a new account of the same name is another
+        user: its id differs), or its password changed or it signed out since this session began."""
         name = session.get("user")
         user = self.accounts.user(name) if isinstance(name, str) else None
-        if user is None or session.get("epoch", 0) != user.session_epoch:
+        if user is None or session.get("epoch", 0) != user.session_epoch or session.get("uid") != user.uid:
             return None
         return user
 

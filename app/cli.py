@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = parse_settings(argv)
     print(f"paralab: serving on http://{settings.HOST}:{settings.PORT}  (data in {settings.DATA_DIR})", flush=True)
-    uvicorn.run(create_app(settings), host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL)
+    uvicorn.run(create_app(settings), host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL,
+                proxy_headers=False,                  # the app believes forwarded headers from PARALAB_TRUSTED_PROXIES only
+                ws_max_size=settings.MAX_BODY_BYTES)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ says it comes from a page of another host is refused: 403, or a websocket closed
 
 Where it comes from is its `Origin` header, or lacking one its `Referer`; "another host" is one that
 is neither the request's `Host` nor its `X-Forwarded-Host` (a reverse proxy's; a page cannot set it
-across sites). A request with neither header is let through: browsers send `Origin` on every
+across sites). A sign-in or sign-up is checked the same way even without a session cookie (login CSRF).
+A request with neither header is let through: browsers send `Origin` on every
 cross-origin POST and websocket, and scripts (curl, the tests' httpx) send none.
 """
 
@@ -21,6 +22,7 @@ from starlette.requests import cookie_parser
 __all__ = ["CrossSiteGate", "cross_site_refusal"]
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
+SIGN_IN_PATHS = {"/api/auth/login", "/api/auth/signup"}
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 
 
@@ -46,9 +48,11 @@ def _header_host(value: str) -> str:
     return value
 
 
-def cross_site_refusal(headers: Headers, session_cookie: str) -> str | None:
-    """Why this request (one that changes something) must be refused as cross-site, or None."""
-    if session_cookie not in cookie_parser(headers.get("cookie", "")):
+def cross_site_refusal(headers: Headers, session_cookie: str, signs_in: bool = False) -> str | None:
+    """Why this request (one that changes something) must be refused as cross-site, or None.
+    `signs_in`: a sign-in or sign-up, checked with or without a session (login CSRF: another site
+    must not sign a visitor in to an account of its choosing)."""
+    if not signs_in and session_cookie not in cookie_parser(headers.get("cookie", "")):
         return None
     source = headers.get("origin") or headers.get("referer")
     if source is None:
@@ -69,7 +73,8 @@ class CrossSiteGate:
 
     async def __call__(self, scope, receive, send):
         checked = scope["type"] == "websocket" or (scope["type"] == "http" and scope["method"] in STATE_CHANGING)
-        refusal = cross_site_refusal(Headers(scope=scope), self.session_cookie) if checked else None
+        signs_in = scope.get("path") in SIGN_IN_PATHS
+        refusal = cross_site_refusal(Headers(scope=scope), self.session_cookie, signs_in) if checked else None
         if refusal is None:
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":

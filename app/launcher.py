@@ -15,6 +15,9 @@ from workers.launch_request import LaunchRequest
 log = logging.getLogger("paralab.launcher")
 
 
+MAX_REQUEST_BYTES = 64 * 1024       # a launch or check request: far above any valid one
+
+
 class LauncherError(RuntimeError):
     pass
 
@@ -24,6 +27,7 @@ class Launcher:
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._starting: asyncio.Task | None = None
+        self._next_id = 0
         self.info: dict = {}
 
     @property
@@ -34,6 +38,19 @@ class Launcher:
     def ready(self) -> bool:
         started = self._starting is not None and self._starting.done() and not self._starting.cancelled()
         return started and self._starting.exception() is None and self.alive
+
+    @property
+    def state(self) -> str:
+        """"ready"; "starting" (importing torch); or "down" (it died, and is not yet started again)."""
+        if self.ready:
+            return "ready"
+        if self._proc is not None and not self.alive and (self._starting is None or self._starting.done()):
+            return "down"
+        return "starting"
+
+    async def wait(self) -> int:
+        """Until the launcher process exits; its exit status."""
+        return await self._proc.wait()
 
     async def start(self) -> None:
         """Start the launcher (once; again if it died); returns when torch and the lessons are loaded."""
@@ -52,29 +69,43 @@ class Launcher:
             raise LauncherError(f"the launcher exited during start-up (status {await self._proc.wait()})") from None
 
     async def _ask(self, message: dict) -> dict:
+        """Send one request and wait for the reply that carries its id. Replies to earlier requests
+        whose askers gave up (a cancelled HTTP request) are skipped, so the channel never falls out
+        of step: a reply can never be taken for another request's."""
+        self._next_id += 1
+        message = {"id": self._next_id, **message}
+        data = (json.dumps(message) + "\n").encode()
+        if len(data) > MAX_REQUEST_BYTES:
+            raise LauncherError(f"the request is too large for the launcher ({len(data)} bytes; "
+                                f"at most {MAX_REQUEST_BYTES})")
         async with self._lock:
             await self.start()
-            self._proc.stdin.write((json.dumps(message) + "\n").encode())
+            self._proc.stdin.write(data)
             await self._proc.stdin.drain()
-            reply = await self._read_reply()
+            reply = await self._read_reply(message["id"])
         if "error" in reply:
             raise LauncherError(reply["error"])
         return reply
 
-    async def _read_reply(self) -> dict:
-        """The launcher's next reply; a line that is not one (something else wrote to its stdout) is
-        logged and skipped, so it cannot stand in for the answer."""
+    async def _read_reply(self, request_id: int | None = None) -> dict:
+        """The launcher's reply to request `request_id` (None: its start-up message). A line that is
+        not a reply (something else wrote to its stdout), or is another request's reply, is logged
+        and skipped, so it cannot stand in for the answer."""
         while True:
-            line = await self._proc.stdout.readline()
+            try:
+                line = await self._proc.stdout.readline()
+            except ValueError:          # over-long: its tail comes as a line of its own, skipped too
+                log.warning("the launcher's stdout had an over-long line; skipped")
+                continue
             if not line:
                 raise LauncherError("the launcher exited")
             try:
                 reply = json.loads(line)
             except ValueError:
                 reply = None
-            if isinstance(reply, dict):
+            if isinstance(reply, dict) and reply.get("id") == request_id:
                 return reply
-            log.warning("the launcher's stdout had a line that is not a reply: %r", line[:200])
+            log.warning("the launcher's stdout had a line that is not the reply awaited: %r", line[:200])
 
     async def launch(self, request: LaunchRequest) -> int:
         """Fork the run's supervisor and ranks; returns the supervisor's pid (its process group)."""

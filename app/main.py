@@ -6,11 +6,15 @@ import asyncio
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app import auth
 from app.accounts import Accounts
+from app.body_limit import BodyLimit
+from app.cookies import SecureCookies
 from app.csrf import CrossSiteGate
 from app.hub import Hub
 from app.rooms import RoomManager
@@ -19,6 +23,13 @@ from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
 from app.signin_limit import SignInLimit
+from app.validation import request_validation_error
+
+
+def trusted_proxies(settings: Settings) -> list[str]:
+    """PARALAB_TRUSTED_PROXIES as a list: only these may say, in X-Forwarded-For and X-Forwarded-Proto,
+    who the client is and whether it came over HTTPS. Empty (the default): nobody."""
+    return [host.strip() for host in settings.TRUSTED_PROXIES.split(",") if host.strip()]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -37,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="paralab", version="1", lifespan=lifespan,
                   description="A live visual lab for distributed-training parallelism.")
     app.state.settings = settings
+    app.add_exception_handler(RequestValidationError, request_validation_error)
     hub = Hub()
     app.state.manager = RunManager(settings, hub)
     app.state.rooms = RoomManager(settings.DATA_DIR, hub, app.state.manager, settings.ROOM_TTL_S)
@@ -53,7 +65,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(auth.AuthGate, accounts=app.state.accounts)
         app.add_middleware(SessionMiddleware, secret_key=auth.secret_key(settings), session_cookie=auth.SESSION_COOKIE,
                            max_age=14 * 24 * 3600, same_site="lax", https_only=False)
-        app.add_middleware(CrossSiteGate, session_cookie=auth.SESSION_COOKIE)      # outermost: before anything
+        app.add_middleware(SecureCookies, mode=settings.SECURE_COOKIES)
+        app.add_middleware(CrossSiteGate, session_cookie=auth.SESSION_COOKIE)
+    # outermost, in both modes: the client's address and scheme (from a trusted proxy only), the body cap
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings))
+    app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab):

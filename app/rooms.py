@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import time
@@ -26,6 +27,8 @@ from typing import Callable
 
 from app.hub import Hub
 from app.runs import Run, RunManager
+
+log = logging.getLogger("paralab.rooms")
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I: easy to read off a projector
 CODE_LENGTH = 8                                       # 32⁸ ≈ 10¹² codes
@@ -76,7 +79,11 @@ class RoomManager:
     async def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         for path in self.dir.glob("*.json"):
-            room = Room(**json.loads(path.read_text()))
+            try:
+                room = Room(**json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError) as exc:   # one damaged file must not stop the server
+                log.warning("room file %s skipped: it cannot be read (%s)", path.name, exc)
+                continue
             self.rooms[room.code] = room
             if room.run:
                 self._by_run.setdefault(room.run, set()).add(room.code)
@@ -110,6 +117,17 @@ class RoomManager:
 
     def is_presenter(self, room: Room, secret: str | None) -> bool:
         return secret is not None and hmac.compare_digest(_digest(secret), room.secret_digest)
+
+    def control_refusal(self, run: Run, secret: str | None) -> str | None:
+        """Why this client may not step, pause, continue or cancel `run`, or None. A run a room's
+        presenter started is controlled with that room's secret only, whoever else can see it."""
+        if run.room is None:
+            return None
+        room = self.rooms.get(run.room)
+        if room is not None and self.is_presenter(room, secret):
+            return None
+        return (f"run {run.id} is lecture room {run.room}'s: only its presenter controls it "
+                f"(with the room's secret: ?secret=…)")
 
     def topic(self, room: Room) -> str:
         return f"room:{room.code}"

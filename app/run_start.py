@@ -34,17 +34,27 @@ def _backend(settings: Settings, devices: int, world_size: int) -> str:
 
 
 def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> None:
-    """The hosted lab's limits on one user: runs in flight (queued or running), ranks for a student."""
+    """The hosted lab's limits on one user: runs in flight (queued or running), step-mode runs among
+    them (each holds a run slot while it waits on a person), ranks for a student."""
     if not user.admin and body.world_size > settings.MAX_RANKS_PER_STUDENT:
         raise _invalid(["world_size"], f"a student may start at most {settings.MAX_RANKS_PER_STUDENT} ranks")
-    mine = sum(1 for r in manager.runs.values() if r.owner == user.name and not r.final)
+    mine = manager.in_flight(user.name)
     if mine >= settings.MAX_RUNS_PER_USER:
         raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
                           f"you have {mine} runs queued or running; the limit is {settings.MAX_RUNS_PER_USER}")
+    stepping = manager.in_flight(user.name, step_only=True)
+    if body.step and stepping >= settings.MAX_STEP_RUNS_PER_USER:
+        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
+                          f"you have {stepping} step-mode runs open; the limit is {settings.MAX_STEP_RUNS_PER_USER} "
+                          f"(cancel one, or let it continue to the end)")
 
 
-async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None) -> Run:
-    """`user`: the hosted lab's signed-in user (owner of the run, held to the quotas); None in the lecture mode."""
+async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None,
+                    room: str | None = None) -> Run:
+    """`user`: the hosted lab's signed-in user (owner of the run, held to the quotas); None in the lecture mode.
+    `room`: the lecture room whose presenter starts it (then only the presenter controls it).
+    The quota is checked first (a refused user costs nothing more) and again right before the run is
+    created: requests that arrive together each wait on the launcher's check in between."""
     if user is not None:
         _quota(manager, settings, body, user)
     lesson = LESSONS.get(body.lesson)
@@ -68,8 +78,11 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
                 for field, message in problems])
     backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
     values = params.model_dump()
+    if user is not None:      # again, with no await before `create`: counting and reserving are one step
+        _quota(manager, settings, body, user)
     try:
         return manager.create(lesson.id, body.world_size, values, body.step, backend,
-                              values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None)
+                              values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None,
+                              room=room)
     except QueueFull as exc:
         raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))

@@ -38,6 +38,7 @@ class Run:
     step: bool = False
     backend: str = "gloo"
     owner: str | None = None            # the hosted lab's user who started it (None: the lecture mode)
+    room: str | None = None             # the lecture room whose presenter started it: only they control it
     created_at: float = field(default_factory=time.time)
     t0: float = field(default_factory=time.monotonic)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -55,6 +56,10 @@ class Run:
     rank_errors: dict[int, dict] = field(default_factory=dict)
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     order: CausalOrder = field(default_factory=CausalOrder)   # holds an event until its causes are recorded
+    last_control_at: float = field(default_factory=time.monotonic)   # a person's last step/continue/pause
+    control_allowance: float | None = None                           # the control rate's token bucket
+    supervisor_gone_at: float | None = None                          # when its supervisor was first missed
+    stepping: bool | None = None                                     # the last pause (True) or continue (False)
 
     @property
     def final(self) -> bool:
@@ -71,6 +76,7 @@ class Run:
     def meta(self) -> dict:
         return {"id": self.id, "lesson": self.lesson, "world_size": self.world_size, "params": self.params,
                 "step": self.step, "backend": self.backend, "created_at": self.created_at, "owner": self.owner,
+                "room": self.room,
                 "hang_timeout_s": self.hang_timeout_s,
                 "status": self.status, "error": self.error, "event_count": len(self.events)}
 
@@ -105,7 +111,7 @@ class RunManager:
         self._server = await asyncio.start_server(self._on_channel, "127.0.0.1", 0, limit=1 << 22)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.events_address = f"{host}:{port}"
-        self._spawn(self.launcher.start())
+        self._spawn(self._keep_launcher())
         self._spawn(self._schedule())
 
     async def stop(self) -> None:
@@ -121,6 +127,18 @@ class RunManager:
         for recording in self._recordings.values():
             recording.close()
 
+    async def _keep_launcher(self) -> None:
+        """Start the launcher, and start it again whenever it dies (its runs' supervisors die with
+        it, and are reported so by the watchdog)."""
+        while True:
+            try:
+                await self.launcher.start()
+                code = await self.launcher.wait()
+                log.warning("the launcher exited with status %s; starting it again", code)
+            except Exception:
+                log.exception("the launcher failed to start; trying again")
+            await asyncio.sleep(1)
+
     def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
@@ -132,7 +150,14 @@ class RunManager:
         server left unfinished that it can never finish."""
         for run_id in recorded_ids(self.runs_dir):
             recording = Recording(self.runs_dir, run_id)
-            meta = self._recorded[run_id] = recording.load_meta()
+            try:
+                meta = recording.load_meta()
+                if not isinstance(meta, dict) or not isinstance(meta.get("created_at", 0), (int, float)):
+                    raise ValueError("not a run's meta")
+            except (OSError, ValueError) as exc:    # one damaged record must not stop the server
+                log.warning("run %s skipped: its run.json cannot be read (%s)", run_id, exc)
+                continue
+            self._recorded[run_id] = meta
             if meta.get("status") not in FINAL_STATUSES:
                 meta["status"] = "failed"
                 meta["error"] = {"kind": "interrupted", "message": "the server stopped while this run was in flight"}
@@ -145,13 +170,13 @@ class RunManager:
 
     # ---- creating, finding, cancelling ----------------------------------------------------------
     def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str,
-               hang_timeout_s: float | None = None, owner: str | None = None) -> Run:
+               hang_timeout_s: float | None = None, owner: str | None = None, room: str | None = None) -> Run:
         queued = sum(1 for r in self.runs.values() if r.status == "queued")
         if queued >= self.settings.MAX_QUEUED_RUNS:
             raise QueueFull(f"{queued} runs are already queued; try again shortly")
         run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
-                  step=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
-                  owner=owner)
+                  step=step, stepping=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
+                  owner=owner, room=room)
         self.runs[run.id] = run
         recording = self._recording(run.id)
         recording.create(self._index(run))
@@ -163,17 +188,19 @@ class RunManager:
         if run_id in self.runs:
             self.runs[run_id] = self.runs.pop(run_id)          # most recently used last
             return self.runs[run_id]
+        if run_id not in self._recorded:      # never cached: an id probed in vain costs nothing kept
+            return None
+        recording = self._recording(run_id)
         try:
-            recording = self._recording(run_id)
-        except ValueError:
+            meta = recording.load_meta()
+            run = Run(id=meta["id"], lesson=meta["lesson"], world_size=meta["world_size"], params=meta["params"],
+                      step=meta.get("step", False), backend=meta.get("backend", "gloo"), owner=meta.get("owner"),
+                      room=meta.get("room"), created_at=meta["created_at"], status=meta["status"],
+                      error=meta.get("error"), events=recording.load_events())
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("run %s cannot be read back: %s", run_id, exc)
+            self._recordings.pop(run_id, None)
             return None
-        if not recording.exists:
-            return None
-        meta = recording.load_meta()
-        run = Run(id=meta["id"], lesson=meta["lesson"], world_size=meta["world_size"], params=meta["params"],
-                  step=meta.get("step", False), backend=meta.get("backend", "gloo"), owner=meta.get("owner"),
-                  created_at=meta["created_at"], status=meta["status"], error=meta.get("error"),
-                  events=recording.load_events())
         run.finished.set()
         self.runs[run_id] = run
         self._forget_old_runs()
@@ -231,7 +258,8 @@ class RunManager:
         self.hub.publish(run.id, event)
         for listener in self.listeners:
             listener(run, event)
-        run.last_event_at = time.monotonic()
+        if event["rank"] is not None:          # the server's own events (pause, continue) are no progress
+            run.last_event_at = time.monotonic()
         if event["kind"] == "gate":
             if event.get("phase") == "waiting":
                 run.waiting[event["rank"]] = event
@@ -309,11 +337,15 @@ class RunManager:
                 run_id=run.id, token=run.token, lesson=run.lesson, world_size=run.world_size,
                 events_address=self.events_address, t0=run.t0,
                 time_limit_s=self.time_limit(run), params=run.params,
-                backend=run.backend, step=run.step)
+                backend=run.backend, step=run.step, output_bytes=self.settings.MAX_RANK_OUTPUT_BYTES)
             run.status = "running"
             self.record(run, {"kind": "run", "status": "running", "backend": run.backend})
             self._announce_positions()
             run.pid = await self.launcher.launch(request)
+            run.last_control_at = time.monotonic()
+            if run.final:            # cancelled while its ranks were being started: stop them now
+                self._kill(run)
+                return
             watchdog = self._spawn(self._watch_for_hang(run))
             try:
                 await asyncio.wait_for(run.finished.wait(), self.time_limit(run) + _KILL_GRACE_S)
@@ -330,10 +362,13 @@ class RunManager:
 
     async def _watch_for_hang(self, run: Run) -> None:
         """A run is hung when some rank sits inside a collective or send/recv, no event has come for
-        `hang_timeout_s`, and no rank is waiting at a step-mode gate (that is a person's pause)."""
+        `hang_timeout_s`, and no rank is waiting at a step-mode gate (that is a person's pause).
+        It also ends a run whose supervisor died, and a step-mode run left waiting too long."""
         while not run.final:
             await asyncio.sleep(min(0.25, run.hang_timeout_s / 4))
             self._record_all(run, run.order.overdue())
+            if self._supervisor_died(run) or self._idle_too_long(run):
+                return
             quiet = time.monotonic() - run.last_event_at
             if quiet < run.hang_timeout_s or run.waiting or run.report is not None:
                 continue
@@ -344,12 +379,53 @@ class RunManager:
                 message = f"hung for {run.hang_timeout_s:g} s: {report.pop('message')}"
                 self._finish(run, "failed", {"kind": "hang", "message": message, **report})
 
+    def _supervisor_died(self, run: Run) -> bool:
+        """The supervisor is gone without its report (killed; or the launcher died, taking it along):
+        the ranks went with it. Given the report's own time to arrive, the run fails saying so."""
+        if run.pid is None or run.report is not None or _process_exists(run.pid):
+            return False
+        now = time.monotonic()
+        run.supervisor_gone_at = run.supervisor_gone_at or now
+        if now - run.supervisor_gone_at < _CHANNEL_DRAIN_S:
+            return False
+        self._kill(run)
+        self._finish(run, "failed", {"kind": "supervisor", "message": (
+            f"the run's supervisor (pid {run.pid}) died without reporting; its ranks were stopped with it")})
+        return True
+
+    def _idle_too_long(self, run: Run) -> bool:
+        """A step-mode run whose ranks wait at their gates with nobody stepping holds a run slot:
+        after STEP_IDLE_LIMIT_S it ends, and gives the slot back."""
+        limit = self.settings.STEP_IDLE_LIMIT_S
+        if not run.waiting or time.monotonic() - max(run.last_control_at, run.last_event_at) < limit:
+            return False
+        self._kill(run)
+        self._finish(run, "failed", {"kind": "idle", "message": (
+            f"nobody stepped, continued or paused this run for {limit:g} s; it was ended to free its slot")})
+        return True
+
     # ---- step mode -------------------------------------------------------------------------
+    def _control_allowed(self, run: Run) -> bool:
+        """A token bucket per run: CONTROL_RATE_PER_S messages a second, bursts of twice that."""
+        rate = self.settings.CONTROL_RATE_PER_S
+        now = time.monotonic()
+        allowance = 2 * rate if run.control_allowance is None else run.control_allowance
+        allowance = min(2 * rate, allowance + (now - run.last_control_at) * rate)
+        run.last_control_at = now
+        if allowance < 1:
+            run.control_allowance = allowance
+            return False
+        run.control_allowance = allowance - 1
+        return True
+
     def control(self, run: Run, message: dict) -> str | None:
         """Apply a control message (`step` [rank], `continue`, `pause`); an error text, or None."""
         op = message.get("op")
         if run.final:
             return f"run {run.id} has ended"
+        if not self._control_allowed(run):
+            return (f"too many control messages for run {run.id}: at most "
+                    f"{self.settings.CONTROL_RATE_PER_S:g} a second")
         if op == "step":
             rank = message.get("rank")
             if rank is None:
@@ -362,8 +438,11 @@ class RunManager:
                 run.waiting.pop(released, None)
             self._tell(run, targets, {"release": True})
         elif op in ("continue", "pause"):
-            self._tell(run, sorted(run.writers), {"stepping": op == "pause"})
-            self.record(run, {"kind": "run", "status": "running", "stepping": op == "pause"})
+            stepping = op == "pause"
+            self._tell(run, sorted(run.writers), {"stepping": stepping})
+            if stepping != run.stepping:     # said again, it changes nothing: the log does not grow
+                run.stepping = stepping
+                self.record(run, {"kind": "run", "status": "running", "stepping": stepping})
         else:
             return f"unknown control op {op!r}"
         return None
@@ -385,6 +464,7 @@ class RunManager:
             return
         self._record_all(run, run.order.flush())
         report = run.report or {}
+        self._record_output(run, report.get("output"))
         if report.get("timed_out"):
             self._finish(run, "failed", self._timeout_error(run))
             return
@@ -393,6 +473,25 @@ class RunManager:
             self._finish(run, "done", None)
         else:
             self._finish(run, "failed", self._crash_error(run, failed))
+
+    def _record_output(self, run: Run, output) -> None:
+        """What each rank printed (stdout and stderr), as one `log` event per rank that printed: the
+        tail the supervisor kept, and how much more there was."""
+        if not isinstance(output, list):
+            return
+        keep = self.settings.MAX_RANK_OUTPUT_BYTES
+        for entry in output[: run.world_size]:
+            if not isinstance(entry, dict) or not isinstance(entry.get("rank"), int):
+                continue
+            tail, printed = str(entry.get("tail", "")), int(entry.get("bytes", 0))
+            while len(json.dumps(tail)) > keep and tail:      # escapes must not push it past an event's size
+                tail = tail[len(tail) // 4:]
+            dropped = max(printed - len(tail.encode()), 0)
+            message = f"rank {entry['rank']} printed {printed} bytes"
+            if dropped:
+                message += f"; only the last {printed - dropped} are kept (a rank's output is capped at {keep} bytes)"
+            self.record(run, {"kind": "log", "level": "output", "rank": entry["rank"], "message": message,
+                              "output": tail, "output_bytes": printed, "dropped_bytes": dropped})
 
     def _crash_error(self, run: Run, failed: list[dict]) -> dict:
         # A rank whose own collective or send/recv failed was most likely cut off by another rank's
@@ -453,6 +552,10 @@ class RunManager:
             if recording is not None:
                 recording.close()
 
+    def in_flight(self, owner: str, step_only: bool = False) -> int:
+        """How many of `owner`'s runs are queued or running (only step-mode ones, if asked)."""
+        return sum(1 for r in self.runs.values() if r.owner == owner and not r.final and (r.step or not step_only))
+
     @staticmethod
     def _kill(run: Run) -> None:
         if run.pid is None:
@@ -461,3 +564,13 @@ class RunManager:
             os.killpg(run.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class LessonPublic(BaseModel):
@@ -21,8 +21,12 @@ class LessonDetail(LessonPublic):
 
 
 class RunCreate(BaseModel):
-    lesson: str = Field(description="a lesson id from GET /api/lessons")
-    world_size: int = Field(description="number of ranks")
+    """Unknown fields are refused (a misspelt `step` must not silently start a free-running run)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    lesson: str = Field(max_length=64, description="a lesson id from GET /api/lessons")
+    world_size: int = Field(le=1024, description="number of ranks")
     params: dict[str, Any] = Field(default_factory=dict, description="the lesson's parameters")
     step: bool = Field(False, description="pause every rank before each collective (step mode)")
     hang_timeout_s: float | None = Field(None, gt=0, le=600, description=(

@@ -41,6 +41,14 @@ class Settings(BaseSettings):
     SIGNIN_MAX_FAILURES: int = Field(5, ge=1)             # wrong passwords for one name within the window: 429
     SIGNIN_MAX_FAILURES_PER_ADDRESS: int = Field(20, ge=1)  # … from one client address (a classroom may share one)
     SIGNIN_WINDOW_S: float = Field(300.0, gt=0)           # the sign-in rate limit's window
+    # what the server refuses (docs/hosted-lab.md, "What the server refuses")
+    MAX_BODY_BYTES: int = Field(512 * 1024, ge=1024)      # a request body (or websocket message) larger: 413
+    MAX_STEP_RUNS_PER_USER: int = Field(1, ge=1)          # a hosted-lab user's step-mode runs in flight
+    STEP_IDLE_LIMIT_S: float = Field(300.0, gt=0)         # a step-mode run waiting this long for a person: ended
+    CONTROL_RATE_PER_S: float = Field(10.0, gt=0)         # step/pause/continue per run per second (bursts of 2×)
+    MAX_RANK_OUTPUT_BYTES: int = Field(8 * 1024, ge=256, le=12 * 1024)  # the tail of each rank's prints kept (an event)
+    TRUSTED_PROXIES: str = ""                             # addresses whose X-Forwarded-For/-Proto are believed ("*": any)
+    SECURE_COOKIES: Literal["auto", "on", "off"] = "auto"  # auto: Secure when the request came over HTTPS
 
 
 settings = Settings()

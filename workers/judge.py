@@ -46,6 +46,8 @@ def screen(problem_id: str, code: str) -> str | None:
         tree = ast.parse(code)
     except SyntaxError as exc:
         return f"the code does not parse: line {exc.lineno}: {exc.msg}"
+    except (RecursionError, MemoryError):       # e.g. an expression nested thousands deep
+        return "the code is nested too deeply to parse; write it flatter"
     for node in ast.walk(tree):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                  else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])

@@ -18,6 +18,7 @@ class LaunchRequest:
     backend: str = "gloo"       # "gloo" or "nccl"
     step: bool = False          # pause each rank before every collective (step mode)
     trace: bool = True          # False only for measuring the tracer's own overhead
+    output_bytes: int = 8192    # the tail of each rank's stdout+stderr the supervisor keeps and reports
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -3,10 +3,13 @@ of rank processes for each run, so no run pays torch's import and no run reuses 
 Where forking after importing torch is unsafe (macOS; or PARALAB_START_METHOD=spawn), it keeps a
 slot of spawned standby ranks warm instead (workers/slot.py).
 
-Protocol on stdin/stdout, one JSON object per line:
-    → {"launch": <LaunchRequest>}        ← {"run_id": …, "pid": <supervisor pid = process group>}
-    → {"check": {"lesson", "world_size", "params"}}   ← {"problems": [[field, message], …]}
+Protocol on stdin/stdout, one JSON object per line; every request carries an `id` and its reply
+the same `id`, so a reply can never be taken for another request's:
+    → {"id": n, "launch": <LaunchRequest>}     ← {"id": n, "run_id": …, "pid": <supervisor pid = process group>}
+    → {"id": n, "check": {"lesson", "world_size", "params"}}   ← {"id": n, "problems": [[field, message], …]}
+    ← {"id": n, "error": "…"}                  a request that failed; the launcher goes on
     ← {"ready": true, "torch": …, "devices": n, "choices": {lesson: {field: [values]}}}  once, at start
+A reply is at most MAX_REPLY_BYTES long (a longer one is replaced by an error saying so).
 
 The server starts it as `python -m workers.launcher` and stops it by closing stdin.
 """
@@ -24,8 +27,14 @@ from workers.lessons import LESSONS
 from workers.slot import SlotPool
 
 
+MAX_REPLY_BYTES = 64 * 1024
+
+
 def _reply(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
+    line = json.dumps(message)
+    if len(line) > MAX_REPLY_BYTES:
+        line = json.dumps({"id": message.get("id"), "error": f"the reply was too large ({len(line)} bytes)"})
+    sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
 
@@ -44,15 +53,17 @@ def main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
+        request_id = None
         try:
             message = json.loads(line)
+            request_id = message.get("id")
             if "check" in message:
-                _reply({"problems": _check(**message["check"])})
+                _reply({"id": request_id, "problems": _check(**message["check"])})
                 continue
             request = LaunchRequest.from_json(message["launch"])
-            _reply({"run_id": request.run_id, "pid": start(request)})
+            _reply({"id": request_id, "run_id": request.run_id, "pid": start(request)})
         except Exception as exc:  # a bad request must not take the launcher down
-            _reply({"error": f"{type(exc).__name__}: {exc}"})
+            _reply({"id": request_id, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"})
 
 
 def _check(lesson: str, world_size: int, params: dict) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 
 from workers.channel import EventChannel
 from workers.launch_request import LaunchRequest
@@ -45,27 +46,67 @@ def supervise(request: LaunchRequest) -> None:
     """Fork mode: runs in the supervisor forked from the warm launcher; never returns."""
     from workers.rank import run_rank   # imported by the launcher already: costs nothing here
 
-    os.setsid()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent()
     workdir = tempfile.mkdtemp(prefix=f"paralab-{request.run_id}-")
     store_path = os.path.join(workdir, "store")
     ranks: dict[int, int] = {}
+    outputs: dict[int, int] = {}
     for rank in range(request.world_size):
+        read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
+            os.close(read_end)
+            os.dup2(write_end, 1)   # the rank's prints, and Python's own last words, go to its pipe
+            os.dup2(write_end, 2)
+            os.close(write_end)
             die_with_parent()
             os._exit(run_rank(request, rank, store_path))
-        ranks[pid] = rank
-    finish(request, ranks, workdir)
+        os.close(write_end)
+        ranks[pid], outputs[rank] = rank, read_end
+    finish(request, ranks, workdir, {rank: OutputTail(fd, request.output_bytes) for rank, fd in outputs.items()})
 
 
-def finish(request: LaunchRequest, ranks: dict[int, int], workdir: str) -> None:
-    """Wait for the ranks (pid → rank), report how each ended, clean up and exit."""
+class OutputTail:
+    """One rank's output, read from its pipe as it comes (a rank never blocks on a full pipe): only
+    the last `keep` bytes are held, the rest counted. A rank that prints a gigabyte costs nothing."""
+
+    def __init__(self, fd: int, keep: int):
+        self.fd, self.keep = fd, keep
+        self.total = 0
+        self._tail = bytearray()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                self.total += len(chunk)
+                self._tail += chunk
+                if len(self._tail) > self.keep:
+                    del self._tail[: len(self._tail) - self.keep]
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+
+    def report(self, rank: int) -> dict | None:
+        """{"rank", "bytes": all it printed, "tail": the last `keep` bytes as text}; None if silent."""
+        self._thread.join(timeout=1.0)     # the rank has exited: what is left in the pipe is short
+        if self.total == 0:
+            return None
+        return {"rank": rank, "bytes": self.total, "tail": bytes(self._tail).decode("utf-8", "replace")}
+
+
+def finish(request: LaunchRequest, ranks: dict[int, int], workdir: str,
+           outputs: dict[int, OutputTail] | None = None) -> None:
+    """Wait for the ranks (pid → rank), report how each ended and the tail of what each printed,
+    clean up and exit."""
     exits, timed_out = _wait_for(ranks, request.time_limit_s)
     try:
+        output = [tail for rank, out in sorted((outputs or {}).items()) if (tail := out.report(rank))]
         channel = EventChannel(request.events_address, request.run_id, request.token, None)
-        channel.send({"supervisor": "exited", "exits": exits, "timed_out": timed_out})
+        channel.send({"supervisor": "exited", "exits": exits, "timed_out": timed_out, "output": output})
         channel.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -111,15 +152,23 @@ def _kill(living: dict[int, int]) -> None:
 
 
 def start(request: LaunchRequest) -> int:
-    """Fork the supervisor of one run from the warm launcher; returns its pid (= its process group)."""
+    """Fork the supervisor of one run from the warm launcher; returns its pid (= its process group),
+    once the supervisor leads that group: a cancel right after the reply must find the group to kill."""
     sys.stdout.flush()
     sys.stderr.flush()
+    led, leading = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.dup2(2, 1)   # stdout is the launcher's reply pipe: a rank's prints must never land there
+        os.close(led)
         try:
+            os.setsid()
+            os.close(leading)
+            os.dup2(2, 1)   # stdout is the launcher's reply pipe: a rank's prints must never land there
             supervise(request)
         finally:
             os._exit(1)
+    os.close(leading)
+    os.read(led, 1)         # end of file: the supervisor has called setsid (or died)
+    os.close(led)
     return pid
 

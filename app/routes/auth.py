@@ -81,6 +81,10 @@ def login(body: SignIn, request: Request):
 
 @router.post("/api/auth/logout")
 def logout(request: Request):
+    """Sign out: this session's cookie, and every copy of it, stops working (so do your other sessions)."""
+    user = request.scope.get("paralab_user")
+    if user is not None:
+        _accounts(request).end_sessions(user.name)
     if "session" in request.scope:
         request.session.clear()
     return {"signed_out": True}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
 
 from app.deps import RunManagerDep
 from app.schemas import LessonDetail, LessonPublic
@@ -27,7 +29,9 @@ def read_lessons(manager: RunManagerDep):
 
 
 @router.get("/{lesson_id}", response_model=LessonDetail)
-def read_lesson(lesson_id: str, manager: RunManagerDep, lang: str = "en"):
+def read_lesson(lesson_id: str, manager: RunManagerDep,
+                lang: Annotated[str, Query(max_length=16, pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$",
+                                           description="a language code: en, zh, …")] = "en"):
     """One lesson, with the source files the page shows and its explanation."""
     lesson = LESSONS.get(lesson_id)
     if lesson is None:

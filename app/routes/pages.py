@@ -47,11 +47,12 @@ def room_page(request: Request, code: str, settings: SettingsDep):
 
 @router.get("/healthz")
 def healthz(request: Request, settings: SettingsDep):
-    """Liveness, the backend and the GPUs the launcher sees."""
+    """Liveness, the backend and the GPUs the launcher sees; `launcher`: ready, starting, or down (it
+    died: the server is starting it again)."""
     launcher = request.app.state.manager.launcher
     devices = launcher.info.get("devices") if launcher.ready else None
     backend = settings.BACKEND
     if backend == "auto":
         backend = "nccl" if devices else "gloo"
     return {"status": "ok", "backend": backend, "devices": devices,
-            "launcher": "ready" if launcher.ready else "starting"}
+            "launcher": launcher.state}

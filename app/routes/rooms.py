@@ -155,7 +155,7 @@ async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dic
     try:
         if op == "run":
             body = RunCreate(**{k: v for k, v in message.items() if k != "op"})
-            rooms.show_run(room, await start_run(manager, settings, body))
+            rooms.show_run(room, await start_run(manager, settings, body, room=room.code))
         elif op == "show":                               # a recorded run (reloaded from disk), any owner's:
             shown = manager.get(message["run"]) if isinstance(message.get("run"), str) else None
             if shown is None:                            # whoever has the secret is staff (an admin opened it)

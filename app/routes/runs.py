@@ -91,7 +91,11 @@ def read_schedule(run: RunDep):
 
 
 @router.delete("/{run_id}", response_model=RunPublic)
-def delete_run(run: RunDep, manager: RunManagerDep):
-    """Cancel a queued or running run: its ranks are stopped at once."""
+def delete_run(run: RunDep, manager: RunManagerDep, request: Request, secret: str | None = None):
+    """Cancel a queued or running run: its ranks are stopped at once. A lecture room's run: only
+    with the room's presenter secret (`?secret=…`), else 403."""
+    refusal = request.app.state.rooms.control_refusal(run, secret)
+    if refusal:
+        raise HTTPException(403, detail=refusal)
     manager.cancel(run)
     return run_public(run)

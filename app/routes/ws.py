@@ -1,6 +1,7 @@
 """`WS /ws/runs/{id}?since=N`: every recorded event after `seq` N, then live events, each exactly once.
 
-One task sends, one receives control messages: `{"op": "cancel"}`, and for step mode
+One task sends, one receives control messages (a lecture room's run: only with the room's
+presenter secret, `?secret=…`): `{"op": "cancel"}`, and for step mode
 `{"op": "step", "rank": r}` (release one waiting rank; without `rank`, every waiting rank),
 `{"op": "continue"}` (stop pausing) and `{"op": "pause"}` (pause again at each rank's next call). A client that falls too far behind is resynchronised from the log.
 """
@@ -20,7 +21,8 @@ from app.runs import Run, RunManager
 router = APIRouter(tags=["websocket"])
 
 @router.websocket("/ws/runs/{run_id}")
-async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, since: int = 0):
+async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, since: int = 0,
+                     secret: str | None = None):
     run = manager.get(run_id)
     await websocket.accept()
     if run is not None and not may_see(current_user(websocket), run.owner):   # another user's run
@@ -33,7 +35,7 @@ async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, 
         backlog = manager.events_since(run, since)   # taken with no await after subscribing: no gap
         sender = asyncio.create_task(_send(websocket, manager, run, subscriber, backlog, since))
         try:
-            await _receive(websocket, manager, run)
+            await _receive(websocket, manager, run, secret)
         except WebSocketDisconnect:
             pass
         finally:
@@ -59,12 +61,19 @@ async def _send(websocket: WebSocket, manager: RunManager, run: Run, subscriber,
         last = event["seq"]
 
 
-async def _receive(websocket: WebSocket, manager: RunManager, run: Run):
+def _control_refusal(websocket: WebSocket, run: Run, secret: str | None) -> str | None:
+    """A lecture room's run obeys its presenter only (the room's secret, `?secret=`)."""
+    return websocket.app.state.rooms.control_refusal(run, secret)
+
+
+async def _receive(websocket: WebSocket, manager: RunManager, run: Run, secret: str | None = None):
     while True:
         message = await receive_control(websocket)
         if isinstance(message, str):
             error = message
-        elif message["op"] == "cancel":
+        elif refusal := _control_refusal(websocket, run, secret):
+            error = refusal
+        elif message["op"] == "cancel" and not run.final:   # an ended run's cancel: says it has ended
             manager.cancel(run)
             continue
         else:

@@ -20,7 +20,8 @@ ADMIN = {"name": "admin", "password": "admin-secret-1"}
 def lab(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("paralab-lab"), env={
         "PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": ADMIN["password"],
-        "PARALAB_MAX_RUNS_PER_USER": "2", "PARALAB_MAX_RANKS_PER_STUDENT": "4"}).start()
+        "PARALAB_MAX_RUNS_PER_USER": "2", "PARALAB_MAX_STEP_RUNS_PER_USER": "2",
+        "PARALAB_MAX_RANKS_PER_STUDENT": "4"}).start()
     with client(live, **ADMIN) as admin:
         code = admin.post("/api/admin/classes", json={"name": "cs101"}).json()["code"]
         assert admin.post("/api/admin/users", json={"name": "bob", "password": "bob-pass-1", "class": "cs101"}).status_code == 201

@@ -61,8 +61,17 @@ def test_the_same_host_no_origin_and_no_session_cookie_pass(lab, admin):
     assert proxied.status_code == 201
     assert {"same", "referer", "plain", "proxied"} <= set(classes(admin))
     stranger = httpx.post(lab.url + "/api/auth/login", json={"name": "admin", "password": "admin-secret-1"},
-                          headers={"Origin": EVIL})
-    assert stranger.status_code == 200                       # no session cookie: nothing to abuse
+                          headers={"Origin": lab.url})
+    assert stranger.status_code == 200                       # no session cookie, from the lab's own page
+
+
+def test_a_sign_in_from_another_site_is_refused_without_a_session_too(lab):
+    """Login CSRF: another site must not sign a visitor in to an account of its choosing."""
+    for path, body in (("/api/auth/login", {"name": "admin", "password": "admin-secret-1"}),
+                       ("/api/auth/signup", {"code": "X", "name": "mallory", "password": "mallory-pass"})):
+        refused = httpx.post(lab.url + path, json=body, headers={"Origin": EVIL})
+        assert refused.status_code == 403 and "cross-site request refused" in refused.json()["detail"]
+        assert "set-cookie" not in refused.headers
 
 
 def test_a_websocket_from_another_site_is_refused(lab, admin):

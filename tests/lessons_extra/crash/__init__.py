@@ -10,8 +10,8 @@ from workers.lessons.params import LessonParams
 
 
 class CrashParams(LessonParams):
-    how: Literal["raise", "exit", "segfault", "hang", "print", "none"] = "raise"
-    rank: int = Field(1, ge=0, description="the rank that fails")
+    how: Literal["raise", "exit", "segfault", "hang", "print", "flood", "none"] = "raise"
+    rank: int = Field(1, ge=0, le=63, description="the rank that fails")
 
 
 LESSON = Lesson(id="crash", title="Crash (tests only)", summary="One rank fails.", params=CrashParams,

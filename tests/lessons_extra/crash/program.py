@@ -22,4 +22,9 @@ def run(lab, p):
         if p.how == "print":
             print("a lesson printing to stdout", flush=True)
             os.write(1, b'{"pid": 999999999}\n')          # what a reply of the launcher looks like
+        if p.how == "flood":                                  # 64 MiB, then a last line that must be kept
+            block = b"x" * (1 << 20)
+            for _ in range(64):
+                os.write(1, block)
+            os.write(2, b"\nthe last words of the flood\n")
     comm.all_reduce(x, label="a second all-reduce")

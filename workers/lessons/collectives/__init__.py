@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, world_size
+from workers.lessons.params import LessonParams, RANK_MAX, world_size
 
 OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
        "scatter", "gather", "send_recv", "barrier")
@@ -13,7 +13,7 @@ SPLIT_OPS = ("reduce_scatter", "all_to_all", "scatter")   # their tensor is cut 
 class CollectivesParams(LessonParams):
     op: Literal[OPS] = Field("all_reduce", description="the collective to run")
     reduce_op: Literal["sum", "avg", "max"] = Field("sum", description="how reduce and all_reduce combine")
-    root: int = Field(0, ge=0, description="the root rank of broadcast, reduce, scatter and gather")
+    root: int = Field(0, ge=0, le=RANK_MAX, description="the root rank of broadcast, reduce, scatter and gather")
     size: int | None = Field(None, ge=1, le=4096, description=(
         "elements in each rank's tensor (default: two per rank)"))
     sweep: bool = Field(False, description="also time the collective over a sweep of sizes and fit the α–β model")

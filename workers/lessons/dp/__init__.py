@@ -1,7 +1,7 @@
 from pydantic import Field
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams
+from workers.lessons.params import LessonParams, SEED_MAX
 
 
 class DpParams(LessonParams):
@@ -11,7 +11,7 @@ class DpParams(LessonParams):
     hidden: int = Field(16, ge=1, le=256, description="width of each layer")
     batch_per_rank: int = Field(4, ge=1, le=256, description="samples each rank trains on")
     delay_ms: float = Field(5.0, ge=0, le=200, description="compute delay added to each layer's backward")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
 
 
 LESSON = Lesson(

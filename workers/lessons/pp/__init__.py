@@ -1,18 +1,18 @@
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, world_size
+from workers.lessons.params import LessonParams, RANK_MAX, SEED_MAX, world_size
 
 
 class PpParams(LessonParams):
-    schedule: str = Field("1f1b", description=(
+    schedule: str = Field("1f1b", max_length=32, pattern=r"^[A-Za-z0-9_]+$", description=(
         "gpipe or 1f1b: paralab's own engine; or a schedule torch ships (GPipe, 1F1B, Interleaved1F1B, …)"))
     microbatches: int = Field(8, ge=1, le=32, description="m, microbatches per step")
     virtual_stages: int = Field(1, ge=1, le=4, description="stages per rank (interleaved and V schedules)")
     delay_ms: float = Field(20.0, ge=0, le=200, description="compute delay of each forward (backward: twice)")
-    slow_stage: int | None = Field(None, ge=0, description="a straggler: this stage's compute is 3× slower")
+    slow_stage: int | None = Field(None, ge=0, le=RANK_MAX, description="a straggler: this stage's compute is 3× slower")
     hidden: int = Field(16, ge=1, le=256, description="width of each layer")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
 
     @field_validator("slow_stage")
     @classmethod

@@ -1,7 +1,7 @@
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, world_size
+from workers.lessons.params import LessonParams, SEED_MAX, world_size
 
 
 class TpAttentionParams(LessonParams):
@@ -9,7 +9,7 @@ class TpAttentionParams(LessonParams):
     kv_heads: int = Field(2, ge=1, le=64, description="key/value heads (GQA when fewer than heads)")
     head_dim: int = Field(4, ge=1, le=64, description="width of each head")
     seq_len: int = Field(8, ge=1, le=128, description="tokens")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
 
     @field_validator("heads")
     @classmethod

@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams
+from workers.lessons.params import LessonParams, SEED_MAX
 
 
 class ZeroParams(LessonParams):
@@ -12,7 +12,7 @@ class ZeroParams(LessonParams):
     hidden: int = Field(16, ge=1, le=256, description="width of each layer")
     batch_per_rank: int = Field(4, ge=1, le=256, description="samples each rank trains on")
     steps: int = Field(2, ge=1, le=10, description="optimizer steps")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=SEED_MAX)
 
 
 LESSON = Lesson(
