@@ -382,7 +382,8 @@ class RunManager:
         if not failed:
             self._finish(run, "done", None)
         else:
-            self._finish(run, "failed", self._crash_error(run, failed))
+            error = flight_recorder.explain_crash(self._crash_error(run, failed), run.events, run.world_size)
+            self._finish(run, "failed", error)
 
     def _crash_error(self, run: Run, failed: list[dict]) -> dict:
         # A rank whose own collective or send/recv failed was most likely cut off by another rank's
