@@ -88,14 +88,31 @@ def run(lab, p):
     x = everyone[rank].clone()
     lab.show("before", x)
 
+    arrived = time.monotonic()                                # one clock for every rank of a host
     out = run_collective(x, p, rank, world)
+    left = time.monotonic()
 
     lab.show("after", out, origin=expected.origin(p.op, rank, world, size, p.root))
-    want = expected.result(p.op, rank, [t.tolist() for t in everyone], p.root, p.reduce_op)
-    lab.check(p.op, out, torch.tensor(want, dtype=out.dtype, device=out.device),
-              f"rank {rank}'s tensor after {p.op} against expected.py's plain computation")
+    if expected.receives(p.op, rank, world, p.root):         # a rank that only sends holds nothing new
+        want = expected.result(p.op, rank, [t.tolist() for t in everyone], p.root, p.reduce_op)
+        lab.check(p.op, out, torch.tensor(want, dtype=out.dtype, device=out.device),
+                  f"rank {rank}'s tensor after {p.op} against expected.py's plain computation")
+    if p.op == "barrier":
+        check_barrier(lab, arrived, left)
     if p.sweep:
         sweep(lab, p, world)
+
+
+def check_barrier(lab, arrived, left):
+    """A barrier moves no data; what it promises is that no rank leaves before the last one arrives."""
+    with lab.untraced():                                      # the times, shared for the check only
+        times = torch.tensor([arrived, left], dtype=torch.float64)
+        everyone = [torch.empty_like(times) for _ in range(lab.world_size)]
+        dist.all_gather(everyone, times)
+    last_arrival = max(float(t[0]) for t in everyone)
+    lab.check("barrier: left after the last rank arrived", torch.tensor([float(left >= last_arrival)]),
+              torch.tensor([1.0]), f"1 when this rank left the barrier ({left - last_arrival:+.6f} s after the "
+              f"last rank arrived) no earlier than the last rank arrived, else 0")
 
 
 SWEEP_SIZES = [4 << k for k in range(0, 19, 3)]              # 4 B … 1 MiB
