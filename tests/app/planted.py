@@ -26,7 +26,7 @@ def plant(folder: Path, lesson: str, new_id: str, file: str, line: str, bug: str
     source.write_text(text.replace(line, bug))
 
 
-def server_with(folder: Path, data_dir: Path) -> LiveServer:
-    """A server whose lessons include the planted copies in `folder`."""
+def server_with(folder: Path, data_dir: Path, *args: str) -> LiveServer:
+    """A server whose lessons include the planted copies in `folder` (`args`: its command-line options)."""
     path = os.pathsep.join([str(EXTRA_LESSONS), str(folder)])
-    return LiveServer(data_dir, env={"PARALAB_LESSONS_PATH": path}).start()
+    return LiveServer(data_dir, *args, env={"PARALAB_LESSONS_PATH": path}).start()

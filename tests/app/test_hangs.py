@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.app.helpers import RunProcesses, descendants, events, is_final, launcher_pid, processes, ws_connect
+from tests.app.planted import plant, server_with
 from tests.app.test_step_mode import Stepper
 
 TIMEOUT_S = 2
@@ -149,6 +150,26 @@ def test_at_2_ranks_a_mismatch_gets_the_same_diagnosis_whether_it_hangs_or_gloo_
         begun = _state(error, rank)["last_begun"]
         assert begun["cseq"] == 2 and _state(error, rank)["last_completed"]["cseq"] >= 1   # gloo may let one out
         assert begun["op"] == ("all_gather" if bug == "op_mismatch" and rank == 1 else "all_reduce")
+
+
+def test_a_shape_bug_planted_in_tp_mlp_is_diagnosed_at_2_ranks(tmp_path_factory):
+    """A copy of tp_mlp whose rank 1 all-reduces one row fewer in g: gloo aborts (or the run hangs), and
+    the report names the size mismatch and each rank's shape, from the ranks' last collectives."""
+    folder = tmp_path_factory.mktemp("planted")
+    plant(folder, "tp_mlp", "tp_mlp_short", "program.py",
+          'return comm.all_reduce(x.clone(), group=group, label="g forward: sum the partial outputs")',
+          'return comm.all_reduce(x[: x.shape[0] - torch.distributed.get_rank()].clone(), group=group, '
+          'label="g forward: sum the partial outputs")')
+    live = server_with(folder, tmp_path_factory.mktemp("planted-data"), "--hang-timeout", str(TIMEOUT_S))
+    try:
+        run = live.run("tp_mlp_short", 2)
+    finally:
+        live.stop()
+    error = run["error"]
+    assert run["status"] == "failed" and error["kind"] in ("hang", "crash"), error
+    assert (error["mismatch"], error["group"], error["missing"]) == ("size mismatch", "tp", [])
+    assert error["message"].endswith("rank 0: [8, 16], rank 1: [7, 16]"), error["message"]
+    assert "tp_mlp_short/program.py:" in _state(error, 1, "tp")["last_begun"]["site"]   # the planted line
 
 
 @pytest.mark.parametrize("bug", VARIANTS)
