@@ -1,6 +1,9 @@
 """Why a run hangs, in the manner of PyTorch's flight recorder: from the recorded events, each rank's
 last collective begun and last completed per group, the collective the run is stuck in, what kind
-of mismatch it is, and which ranks never arrived."""
+of mismatch it is, and which ranks never arrived.
+
+The same diagnosis explains a crash when the ranks' last collectives disagree: gloo aborts a rank
+whose peers passed another size (at 2 ranks a shape mismatch is a SIGABRT, not a hang)."""
 
 from __future__ import annotations
 
@@ -41,8 +44,7 @@ def open_calls(events: list[dict], world_size: int) -> list[dict]:
 def diagnose(events: list[dict], world_size: int) -> dict:
     """The hang report: `ranks`, `group`, `cseq`, `mismatch`, `missing` and a sentence."""
     states = rank_states(events, world_size)
-    report_ranks = {str(r): {g: {k: v for k, v in s.items() if k != "open"} for g, s in groups.items()}
-                    for r, groups in states.items()}
+    report_ranks = _report_ranks(states)
     stuck = [call for groups in states.values() for state in groups.values() for call in state["open"]]
     collectives = [c for c in stuck if c["kind"] == "collective"]
     if collectives:
@@ -51,6 +53,25 @@ def diagnose(events: list[dict], world_size: int) -> dict:
         return {"ranks": report_ranks, **_p2p_mismatch(stuck)}
     return {"ranks": report_ranks, "group": None, "cseq": None, "mismatch": "none", "missing": [],
             "message": "no rank is inside a collective or send/recv"}
+
+
+def explain_crash(error: dict, events: list[dict], world_size: int) -> dict:
+    """A crash report, with the hang report's diagnosis added when the ranks were inside collectives
+    that disagree in op or shape (what made gloo abort the rank); unchanged otherwise."""
+    states = rank_states(events, world_size)
+    stuck = [call for groups in states.values() for state in groups.values() for call in state["open"]
+             if call["kind"] == "collective"]
+    if not stuck:
+        return error
+    found = _collective_mismatch(stuck, events, states)
+    if found["mismatch"] not in ("op mismatch", "size mismatch"):
+        return error                     # a rank that died elsewhere leaves its peers waiting: a plain crash
+    return {**error, **found, "ranks": _report_ranks(states), "message": f"{error['message']}: {found['message']}"}
+
+
+def _report_ranks(states: dict) -> dict:
+    return {str(r): {g: {k: v for k, v in s.items() if k != "open"} for g, s in groups.items()}
+            for r, groups in states.items()}
 
 
 def _collective_mismatch(stuck: list[dict], events: list[dict], states: dict) -> dict:

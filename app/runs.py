@@ -472,7 +472,8 @@ class RunManager:
         if not failed:
             self._finish(run, "done", None)
         else:
-            self._finish(run, "failed", self._crash_error(run, failed))
+            error = flight_recorder.explain_crash(self._crash_error(run, failed), run.events, run.world_size)
+            self._finish(run, "failed", error)
 
     def _record_output(self, run: Run, output) -> None:
         """What each rank printed (stdout and stderr), as one `log` event per rank that printed: the

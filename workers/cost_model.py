@@ -7,17 +7,26 @@ model's prediction for the usual algorithms.
         all_gather, reduce_scatter, all_to_all, scatter, gather    (n−1)/n
         broadcast, reduce, send/recv                               1
 
-    α–β model: a message of m bytes costs α + m·β (α: latency per message, β: seconds per byte)
+    α–β model: a message of m bytes costs α + m·β (α: latency per message, β: seconds per byte),
+    for the algorithms gloo runs:
         ring all_reduce            2(p−1)·α + 2(p−1)/p · m·β
         ring all_gather / reduce_scatter, all_to_all, scatter, gather   (p−1)·α + (p−1)/p · m·β
-        tree broadcast / reduce    ⌈log₂p⌉ · (α + m·β)
-        barrier                    ⌈log₂p⌉ · α
-        send / recv                α + m·β
+        reduce (a ring reduce-scatter, then every chunk sent to the root)   2(p−1)·α + 2(p−1)/p · m·β
+        binomial-tree broadcast    ⌈log₂p⌉ · (α + m·β)
+        dissemination barrier      ⌈log₂p⌉ · α          (no data: a latency only)
+        send / recv                α + m·β              (a ping-pong round trip: 2(α + m·β))
+
+    α and β are fitted by least squares to one-way message times (half a ping-pong round trip);
+    `fit_line` also gives their standard errors and r², and says when the fit is poor or clamped.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+
+POOR_R2 = 0.9              # below this the times do not lie on one line
+UNCERTAIN = 0.5            # a standard error above half the value: the value is not known
 
 
 def bus_factor(op: str, n: int) -> float:
@@ -39,23 +48,59 @@ def bandwidths(op: str, n: int, size_bytes: int, seconds: float) -> tuple[float,
 def predict(op: str, p: int, size_bytes: int, alpha: float, beta: float) -> float:
     """Seconds the α–β model predicts for `op` on `p` ranks moving `size_bytes`."""
     steps = max(math.ceil(math.log2(p)), 1) if p > 1 else 0
-    if op == "all_reduce":
+    if op in ("all_reduce", "reduce"):
         return 2 * (p - 1) * alpha + 2 * (p - 1) / p * size_bytes * beta
     if op in ("all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"):
         return (p - 1) * alpha + (p - 1) / p * size_bytes * beta
-    if op in ("broadcast", "reduce"):
+    if op == "broadcast":
         return steps * (alpha + size_bytes * beta)
     if op == "barrier":
         return steps * alpha
     return alpha + size_bytes * beta   # send / recv
 
 
-def fit_alpha_beta(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
-    """Least-squares fit of t = α + m·β to one-way message times; both kept non-negative."""
+@dataclass(frozen=True)
+class Fit:
+    """t = α + m·β fitted to message times, with how far to trust it."""
+    alpha: float
+    beta: float
+    alpha_stderr: float                   # standard errors of the unclamped least-squares line
+    beta_stderr: float
+    r2: float                             # the share of the times' variance the line explains
+    clamped: tuple[str, ...] = field(default=())   # "alpha" / "beta": the line gave it below 0, 0 is used
+
+    def warnings(self) -> list[str]:
+        """What makes the fit unreliable, in words (empty when it is sound)."""
+        greek = {"alpha": "α", "beta": "β"}
+        out = [f"{greek[name]} clamped to 0: the best line gives {greek[name]} < 0" for name in self.clamped]
+        if self.r2 < POOR_R2:
+            out.append(f"poor fit: r² = {self.r2:.2f} (the times do not lie on one line)")
+        for name, value, err in (("α", self.alpha, self.alpha_stderr), ("β", self.beta, self.beta_stderr)):
+            if value > 0 and err > UNCERTAIN * value:
+                out.append(f"{name} uncertain: ± {err / value:.0%}")
+        return out
+
+
+def fit_line(sizes: list[int], seconds: list[float]) -> Fit:
+    """Least-squares fit of t = α + m·β to one-way message times; α and β kept non-negative."""
     n = len(sizes)
     mean_m, mean_t = sum(sizes) / n, sum(seconds) / n
-    var = sum((m - mean_m) ** 2 for m in sizes)
-    beta = sum((m - mean_m) * (t - mean_t) for m, t in zip(sizes, seconds)) / var if var else 0.0
-    beta = max(beta, 0.0)
+    sxx = sum((m - mean_m) ** 2 for m in sizes)
+    sst = sum((t - mean_t) ** 2 for t in seconds)
+    slope = sum((m - mean_m) * (t - mean_t) for m, t in zip(sizes, seconds)) / sxx if sxx else 0.0
+    intercept = mean_t - slope * mean_m
+    ssr = sum((t - intercept - slope * m) ** 2 for m, t in zip(sizes, seconds))
+    variance = ssr / (n - 2) if n > 2 else 0.0                  # of a time about the line
+    beta_stderr = math.sqrt(variance / sxx) if sxx else 0.0
+    alpha_stderr = math.sqrt(variance * (1 / n + mean_m ** 2 / sxx)) if sxx else math.sqrt(variance / n)
+    r2 = 1 - ssr / sst if sst else 1.0
+    beta = max(slope, 0.0)
     alpha = max(mean_t - beta * mean_m, 0.0)
-    return alpha, beta
+    clamped = tuple(name for name, raw in (("beta", slope), ("alpha", mean_t - beta * mean_m)) if raw < 0)
+    return Fit(alpha, beta, alpha_stderr, beta_stderr, r2, clamped)
+
+
+def fit_alpha_beta(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
+    """(α, β) of `fit_line`."""
+    fit = fit_line(sizes, seconds)
+    return fit.alpha, fit.beta

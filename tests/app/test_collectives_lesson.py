@@ -1,13 +1,17 @@
 """Lesson `collectives` on the live server: every op, at 2, 3, 4 and 8 ranks, gives what a plain
 computation from the known inputs says — read from each rank's "after" tensor as the page shows it,
-not only from the lesson's own check; the `origin` of each element; the traced call itself with its
-size, duration and bandwidths; the α–β sweep; and bad parameters refused with nothing started.
+not only from the lesson's own check, which only the ranks that receive a result get (a barrier's
+check is that no rank left before the last arrived); the `origin` of each element; the traced call itself with its
+size, duration and bandwidths; the α–β sweep (its fit redone from the samples in the log, with its
+standard errors, r² and warnings; send/recv timed as round trips; a barrier as a latency only); and
+bad parameters refused with nothing started.
 
 Rank r starts with arange(size) + base·r (base 10 when size ≤ 10, else 100); size defaults to 2·world.
 """
 
 from __future__ import annotations
 
+import math
 
 import httpx
 import numpy as np
@@ -44,7 +48,9 @@ def _cases() -> list[tuple[int, dict]]:
 
 CASES = _cases()
 SWEEPS = [(2, {"op": "all_reduce", "sweep": True}), (4, {"op": "all_gather", "sweep": True}),
-          (3, {"op": "gather", "sweep": True})]
+          (3, {"op": "gather", "sweep": True}), (3, {"op": "barrier", "sweep": True}),
+          (2, {"op": "send_recv", "sweep": True})]
+SWEEP_SIZES, REPEATS = [4 << k for k in range(0, 19, 3)], 5          # 4 B … 1 MiB, each timed 5 times
 
 
 def case_id(case) -> str:
@@ -94,6 +100,14 @@ def plain(op: str, rank: int, x: np.ndarray, root: int, how: str) -> np.ndarray:
         return x[rank - 1] if rank % 2 else x[rank]
     assert op == "barrier"
     return x[rank]
+
+
+def holds_result(op: str, rank: int, root: int) -> bool:
+    """Non-roots of reduce and gather only send (their tensor is their untouched input); so do the
+    even ranks of send_recv (or they sit out)."""
+    if op in ("reduce", "gather"):
+        return rank == root
+    return rank % 2 == 1 if op == "send_recv" else True
 
 
 def plain_origin(op: str, rank: int, world: int, size: int, root: int) -> list[list[int]]:
@@ -153,8 +167,15 @@ def test_every_rank_ends_with_the_plain_result(server, finished, case):
     assert run["params"] == {"op": op, "reduce_op": how, "root": root, "size": params.get("size"), "sweep": False}
 
     checks = {c["rank"]: c for c in run["checks"]}
-    assert sorted(checks) == list(range(world))
-    assert all(c["passed"] and c["name"] == op for c in checks.values()), checks
+    if op == "barrier":                                  # no data: checked as the order of arrivals and exits
+        assert sorted(checks) == list(range(world))
+        assert all(c["passed"] and c["name"] == "barrier: left after the last rank arrived" for c in checks.values())
+        spans = by_rank(got, "collective")
+        last_arrival = max(e["t"] for r in spans for e in spans[r] if e["phase"] == "begin")
+        assert all(e["t"] >= last_arrival for r in spans for e in spans[r] if e["phase"] == "end")
+    else:                                                # a check where a rank holds a result, and only there
+        assert sorted(checks) == [r for r in range(world) if holds_result(op, r, root)], checks
+        assert all(c["passed"] and c["name"] == op for c in checks.values()), checks
 
     x = inputs(world, size)
     before = by_rank(got, "tensor", name="before")
@@ -265,26 +286,92 @@ def test_every_case_had_its_own_run(finished):
 
 # ---- the sweep -------------------------------------------------------------------------------------
 
+def samples(metrics: list[dict], series: str) -> dict[int, list[float]]:
+    """The sweep's raw timings of one series, by size: the log holds every repeat."""
+    out: dict[int, list[float]] = {}
+    for m in metrics:
+        if m["name"] == "cost_sample" and m["series"] == series:
+            out.setdefault(m["bytes"], []).append(m["value"])
+    return out
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def refit(metrics: list[dict]) -> dict:
+    """α and β again, from the ping-pong samples in the log: half the median round trip of each size,
+    a least-squares line through them, its standard errors and r² (numpy, not the lesson's code)."""
+    round_trips = samples(metrics, "ping_pong")
+    sizes = np.array(sorted(round_trips), dtype=float)
+    one_way = np.array([median(round_trips[int(m)]) / 2 for m in sizes])
+    (slope, intercept), cov = np.polyfit(sizes, one_way, 1, cov=True)
+    residual = one_way - (intercept + slope * sizes)
+    r2 = 1 - (residual ** 2).sum() / ((one_way - one_way.mean()) ** 2).sum()
+    beta = max(slope, 0.0)
+    alpha = max(one_way.mean() - beta * sizes.mean(), 0.0)
+    return {"alpha": alpha, "beta": beta, "alpha_stderr": np.sqrt(cov[1, 1]), "beta_stderr": np.sqrt(cov[0, 0]),
+            "r2": r2, "clamped": [n for n, raw in (("beta", slope), ("alpha", one_way.mean() - beta * sizes.mean()))
+                                  if raw < 0]}
+
+
 @pytest.mark.parametrize("case", SWEEPS, ids=case_id)
 def test_the_sweep_times_the_collective_against_the_alpha_beta_model(finished, case):
     world, params = case
     run, got = finished[case_id(case)]["run"], finished[case_id(case)]["events"]
     assert run["status"] == "done", run["error"]
-    assert all(c["passed"] for c in run["checks"]) and len(run["checks"]) == world
+    assert all(c["passed"] for c in run["checks"])
+    assert sorted(c["rank"] for c in run["checks"]) == \
+        [r for r in range(world) if params["op"] == "barrier" or holds_result(params["op"], r, params.get("root", 0))]
     metrics = run["metrics"]
     assert {m["rank"] for m in metrics} == {0}
-    named = {m["name"]: m for m in metrics if m["name"] != "cost_sweep"}
+    named = {m["name"]: m for m in metrics if m["name"] not in ("cost_sweep", "cost_sample")}
     alpha, beta = named["alpha"]["value"], named["beta"]["value"]
     assert (named["alpha"]["unit"], named["beta"]["unit"]) == ("s", "s/B")
     assert alpha >= 0 and beta >= 0 and alpha + beta > 0
-    sweep = [m for m in metrics if m["name"] == "cost_sweep"]
-    assert len(sweep) == 7
+
+    # the fit, redone from the samples in the log, with how far to trust it
+    pings = samples(metrics, "ping_pong")
+    assert sorted(pings) == SWEEP_SIZES and all(len(t) == REPEATS for t in pings.values())
+    again = refit(metrics)
+    assert (alpha, beta) == pytest.approx((again["alpha"], again["beta"]), rel=1e-6, abs=1e-15)
+    assert named["alpha"]["stderr"] == pytest.approx(again["alpha_stderr"], rel=1e-4)
+    assert named["beta"]["stderr"] == pytest.approx(again["beta_stderr"], rel=1e-4)
+    for name in ("alpha", "beta"):
+        m = named[name]
+        assert m["r2"] == pytest.approx(again["r2"], rel=1e-6, abs=1e-9) and m["clamped"] == again["clamped"]
+        assert any(w.startswith("poor fit: r² = ") for w in m["warnings"]) == (again["r2"] < 0.9), m
+        assert [w for w in m["warnings"] if "clamped" in w] == \
+            [f"{g} clamped to 0: the best line gives {g} < 0" for g in ("β", "α") if
+             {"β": "beta", "α": "alpha"}[g] in again["clamped"]]
+
     op = params["op"]
+    sweep = [m for m in metrics if m["name"] == "cost_sweep"]
+    if op == "barrier":                                     # no data moved: a latency, no sizes or bandwidths
+        assert sweep == [] and samples(metrics, "barrier").keys() == {0}
+        latency = named["barrier_latency"]
+        assert latency["value"] == median(samples(metrics, "barrier")[0])
+        assert latency["expected"] == pytest.approx(math.ceil(math.log2(world)) * alpha, rel=1e-9)
+        assert "⌈log₂p⌉·α" in latency["formula"]
+        assert len([e for e in got if e["kind"] == "collective"]) == 2 * world
+        return
+    assert len(sweep) == 7
     sizes = [m["bytes"] for m in sweep]
+    if op == "send_recv":                                   # round trips between ranks 0 and 1: two messages each
+        assert sizes == SWEEP_SIZES
+        for m in sweep:
+            assert m["round_trip"] is True and m["value"] == median(pings[m["bytes"]])
+            assert m["predicted"] == pytest.approx(2 * (alpha + m["bytes"] * beta), rel=1e-9)
+            assert m["algbw"] == pytest.approx(2 * m["bytes"] / m["value"], rel=1e-9)
+        assert len([e for e in got if e["kind"] == "p2p"]) == 2 * 2 * (world // 2)
+        return
     elements = (1 << 18) // world * world                   # 1 MiB of float32, cut to a multiple of the ranks
     assert sizes == sorted(sizes) and sizes[-1] == 4 * elements * (world if op in ("all_gather", "gather") else 1)
+    timed = samples(metrics, op)
+    assert sorted(timed) == sizes
     for m in sweep:
-        assert m["unit"] == "s" and m["value"] > 0
+        assert m["unit"] == "s" and m["value"] > 0 and "round_trip" not in m
+        assert m["value"] == median(timed[m["bytes"]])     # the median repeat, each timed on its slowest rank
         assert m["algbw"] == pytest.approx(m["bytes"] / m["value"], rel=1e-9)
         assert m["busbw"] == pytest.approx(m["algbw"] * BUS_FACTOR[op](world), rel=1e-9)
         assert m["predicted"] == pytest.approx(predict(op, world, m["bytes"], alpha, beta), rel=1e-9)

@@ -1,6 +1,7 @@
 """Hang detection on the live server: each bug of the `deadlock` lesson is stopped after `timeout_s`
 without progress and reported as a `hang` with the right mismatch and, per rank and group, the last
-collective begun and completed — within the timeout plus 2 s, with no process left behind. A rank
+collective begun and completed — within the timeout plus 2 s, with no process left behind. At 2
+ranks gloo aborts a shape mismatch instead of hanging: the crash gets the same diagnosis. A rank
 waiting at a step-mode gate is a person's pause, not a hang."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from tests.app.helpers import RunProcesses, descendants, events, is_final, launcher_pid, processes, ws_connect
+from tests.app.planted import plant, server_with
 from tests.app.test_step_mode import Stepper
 
 TIMEOUT_S = 2
@@ -129,6 +131,45 @@ def test_unmatched_send_names_both_ends_and_their_tags(hung):
         assert (completed["cseq"], completed["op"]) == (1, "all_reduce")
     assert "rank 0 waits in send to rank 1 (tag 1)" in error["message"]
     assert "rank 1 waits in recv from rank 0 (tag 0)" in error["message"]
+
+
+@pytest.mark.parametrize("bug", ["shape_mismatch", "op_mismatch"])
+def test_at_2_ranks_a_mismatch_gets_the_same_diagnosis_whether_it_hangs_or_gloo_aborts(server, bug):
+    """gloo aborts rank 0 (SIGABRT) of a 2-rank all-reduce whose lengths differ, where 3–8 ranks hang:
+    the report is still the flight recorder's, from the ranks' last collectives."""
+    run = server.run("deadlock", 2, {"bug": bug, "timeout_s": TIMEOUT_S})
+    error = run["error"]
+    assert run["status"] == "failed" and error["kind"] in ("hang", "crash"), error
+    listing = "rank 0: [4], rank 1: [5]" if bug == "shape_mismatch" else "rank 0: all_reduce, rank 1: all_gather"
+    assert error["mismatch"] == bug.replace("shape", "size").replace("_", " ")
+    assert (error["group"], error["cseq"], error["missing"]) == ("world", 2, [])
+    assert error["message"].endswith(listing), error["message"]
+    if error["kind"] == "crash":
+        assert error["message"].startswith("rank 0 was killed by SIGABRT: ") or "raised" in error["message"]
+    for rank in (0, 1):
+        begun = _state(error, rank)["last_begun"]
+        assert begun["cseq"] == 2 and _state(error, rank)["last_completed"]["cseq"] >= 1   # gloo may let one out
+        assert begun["op"] == ("all_gather" if bug == "op_mismatch" and rank == 1 else "all_reduce")
+
+
+def test_a_shape_bug_planted_in_tp_mlp_is_diagnosed_at_2_ranks(tmp_path_factory):
+    """A copy of tp_mlp whose rank 1 all-reduces one row fewer in g: gloo aborts (or the run hangs), and
+    the report names the size mismatch and each rank's shape, from the ranks' last collectives."""
+    folder = tmp_path_factory.mktemp("planted")
+    plant(folder, "tp_mlp", "tp_mlp_short", "program.py",
+          'return comm.all_reduce(x.clone(), group=group, label="g forward: sum the partial outputs")',
+          'return comm.all_reduce(x[: x.shape[0] - torch.distributed.get_rank()].clone(), group=group, '
+          'label="g forward: sum the partial outputs")')
+    live = server_with(folder, tmp_path_factory.mktemp("planted-data"), "--hang-timeout", str(TIMEOUT_S))
+    try:
+        run = live.run("tp_mlp_short", 2)
+    finally:
+        live.stop()
+    error = run["error"]
+    assert run["status"] == "failed" and error["kind"] in ("hang", "crash"), error
+    assert (error["mismatch"], error["group"], error["missing"]) == ("size mismatch", "tp", [])
+    assert error["message"].endswith("rank 0: [8, 16], rank 1: [7, 16]"), error["message"]
+    assert "tp_mlp_short/program.py:" in _state(error, 1, "tp")["last_begun"]["site"]   # the planted line
 
 
 @pytest.mark.parametrize("bug", VARIANTS)

@@ -27,6 +27,7 @@ SCHEDULES = ("gpipe", "1f1b", "GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS", "
              "ZBVZeroBubble", "DualPipeV")             # paralab's own, then those torch 2.13 ships
 ACTION = re.compile(r"^(\d+)([FBIW])(\d+)$")
 BUBBLE = (P - 1) / (M + P - 1)                       # 3/11
+ROWS, HIDDEN = 2, 16                                 # each microbatch's rows; the layers' width (the default)
 
 
 def stages_per_rank(schedule: str) -> int:
@@ -214,6 +215,25 @@ def test_activations_in_flight(finished, name):
         assert reported["value"] == peak
         [peak_bytes] = metrics(run, "peak_activation_bytes")[rank]
         assert peak_bytes["value"] == max(m["bytes"] for m in series)
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_activation_bytes_are_the_saved_activations(finished, name):
+    """Each microbatch a stage holds is its input and its tanh output (2 rows × 16 wide, float32):
+    A = 256 B on every rank — the layer's weight, which autograd also keeps, is not counted. The peak
+    is m·A under GPipe and min(p − r, m)·A under 1F1B, as the metric's `expected` says."""
+    a = 2 * ROWS * HIDDEN * 4
+    run = finished[name]["run"]
+    for rank, series in metrics(run, "activations_in_flight").items():
+        assert all(m["bytes"] == m["value"] * a for m in series), (rank, [(m["value"], m["bytes"]) for m in series])
+    for rank in range(P):
+        [peak] = metrics(run, "peak_activation_bytes")[rank]
+        held = {"gpipe": M, "1f1b": min(P - rank, M)}.get(name.lower())
+        if held is None:
+            assert "expected" not in peak
+        else:
+            assert peak["value"] == peak["expected"] == held * a, (rank, peak)
+        assert f"A = 2·b·h·4 = {a} B" in peak["formula"]
 
 
 def test_gpipe_holds_more_activation_memory_than_1f1b(finished):

@@ -2,7 +2,9 @@
 whose loss and every gradient shard equal one process's; the topology the page draws puts rank
 dp·(pp·tp) + stage·tp + tp_rank where it belongs, and every traced call runs in the group the rank
 belongs to (TP's f and g in `tp`, the pipeline's send/recv in `pp`, the gradient sync in `dp`); the
-two misplaced DP syncs cost m times the traffic, or the right gradients; impossible grids are refused."""
+two misplaced DP syncs cost m times the traffic, or the right gradients; impossible grids are refused,
+and so is a misplaced DP sync at dp = 1 (nothing to average: it could not go wrong); at dp = 1 no
+gradient sync is made and dp_sync_bytes is 0."""
 
 from __future__ import annotations
 
@@ -122,7 +124,7 @@ def test_every_call_runs_in_the_rank_s_own_group(finished, name):
         assert labels.count("send activation") == labels.count("recv gradient") == (m if s < pp - 1 else 0)
         assert labels.count("recv activation") == labels.count("send gradient") == (m if s > 0 else 0)
         assert len([e for e in calls if e["phase"] == "end"]) == len(begins)   # every call ended
-        if mistake == "none":
+        if mistake == "none" and dp > 1:
             syncs = [e for e in begins if e["label"].startswith("after the last backward")]
             assert [e["bytes"] for e in syncs] == [4 * FFN // tp * HIDDEN] * 2          # W1 and W2 shards, once
             last_backward = max(e["t"] for e in of_rank(got, rank, "compute", name="B", phase="end"))
@@ -135,6 +137,16 @@ def dp_traffic(result: dict, rank: int) -> tuple[int, int]:
     traced = sum(e["bytes"] for e in of_rank(result["events"], rank, "collective", phase="begin", group="dp")
                  if "replicas' losses" not in e["label"])
     return metric["value"], traced
+
+
+@pytest.mark.parametrize("grid", [g for g in GRIDS if g[2] == 1], ids=key)
+def test_one_replica_makes_no_gradient_sync(finished, grid):
+    tp, pp, dp, m = grid
+    result = finished[key(grid)]
+    for rank in range(tp * pp):
+        metric, traced = dp_traffic(result, rank)
+        [shown] = [x for x in result["run"]["metrics"] if x["rank"] == rank and x["name"] == "dp_sync_bytes"]
+        assert metric == traced == shown["expected"] == 0
 
 
 def test_syncing_every_microbatch_gives_the_right_gradients_at_m_times_the_traffic(finished):
@@ -184,7 +196,10 @@ def refused(server, world: int, params: dict) -> dict:
     (4, {"tp": 2, "pp": 2, "dp": 2}, "dp", ["2 × 2 × 2 = 8", "number of ranks (4)"]),
     (8, {"tp": 4, "pp": 2, "dp": 1, "ffn": 10}, "ffn", ["ffn=10", "divisible by tp=4"]),
     (8, {"tp": 2, "pp": 4, "dp": 1, "microbatches": 3}, "microbatches", ["3 < pp=4"]),
-], ids=["product-4-of-8", "product-8-of-4", "ffn", "microbatches"])
+    (4, {"tp": 2, "pp": 2, "dp": 1, "mistake": "sync_before_last_backward"}, "mistake",
+     ["mistake=sync_before_last_backward", "needs dp ≥ 2", "no other replica"]),
+    (2, {"tp": 1, "pp": 2, "dp": 1, "mistake": "sync_every_microbatch"}, "mistake", ["needs dp ≥ 2"]),
+], ids=["product-4-of-8", "product-8-of-4", "ffn", "microbatches", "mistake-at-dp-1", "every-microbatch-at-dp-1"])
 def test_impossible_grids_are_refused(server, world, params, field, words):
     errors = refused(server, world, params)
     assert list(errors) == [("body", "params", field)], errors

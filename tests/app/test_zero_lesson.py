@@ -1,5 +1,8 @@
 """Lesson `zero` on the live server: stages 1, 2 and 3 at 2 and 4 ranks end with the parameters one
-process gets from Adam on the whole batch (computed here, independently of the lesson's reference);
+process gets from Adam on the whole batch (computed here, independently of the lesson's reference),
+and each rank's gradient pieces of the first step are its pieces of one process's gradient; a
+reduce-scatter that sums instead of averaging (planted in a copy of the lesson) fails those checks
+at every stage, where the parameter checks alone pass (Adam ignores the gradient's scale);
 each rank's measured memory equals ZeRO's formulas; the elements communicated per step equal 2Ψ
 (stages 1, 2) or 3Ψ (stage 3), both as the lesson's metric and as counted from the traced
 collectives; and where a parameter does not cut into N equal pieces (3 ranks), the padded pieces make
@@ -8,6 +11,7 @@ the measured figures slightly larger than the formulas."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -16,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tests.app.helpers import of_rank, run_all
+from tests.app.planted import plant, server_with
 
 LAYERS, HIDDEN, BATCH, STEPS, SEED, LR = 4, 16, 4, 2, 0, 0.01       # the lesson's defaults
 PSI = LAYERS * (HIDDEN * HIDDEN + HIDDEN)                            # Ψ = 1088
@@ -41,18 +46,29 @@ def metrics_of(run: dict, rank: int) -> dict[str, dict]:
     return {m["name"]: m for m in run["metrics"] if m["rank"] == rank}
 
 
-def one_process_adam(world: int) -> list[np.ndarray]:
-    """The parameters after STEPS Adam steps of one process on the whole batch (world × BATCH rows)."""
+def one_process_adam(world: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The parameters after STEPS Adam steps of one process on the whole batch (world × BATCH rows),
+    and the gradients of the first step, flattened."""
     torch.manual_seed(SEED)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(HIDDEN, HIDDEN), nn.Tanh()) for _ in range(LAYERS)])
     torch.manual_seed(SEED + 1)
     x, y = torch.randn(world * BATCH, HIDDEN), torch.randn(world * BATCH, HIDDEN)
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+    first_grads = []
     for _ in range(STEPS):
         optimizer.zero_grad()
         F.mse_loss(model(x), y).backward()
+        first_grads = first_grads or [p.grad.flatten().numpy().copy() for p in model.parameters()]
         optimizer.step()
-    return [p.detach().numpy().reshape(-1, p.shape[-1]) for p in model.parameters()]
+    return [p.detach().numpy().reshape(-1, p.shape[-1]) for p in model.parameters()], first_grads
+
+
+def parameter_checks() -> list[str]:
+    return [f"parameter {i} after {STEPS} steps" for i in range(len(SIZES))]
+
+
+def gradient_checks() -> list[str]:
+    return [f"gradient {i} piece, step 1" for i in range(len(SIZES))]
 
 
 def padded(numel: int, world: int) -> int:
@@ -66,15 +82,62 @@ def test_parameters_after_the_steps_equal_one_process(finished, case):
     run, got = finished[key(case)]["run"], finished[key(case)]["events"]
     assert run["status"] == "done", run["error"]
     assert run["params"]["stage"] == stage
-    names = [f"parameter {i} after {STEPS} steps" for i in range(len(SIZES))]
-    assert sorted((c["rank"], c["name"]) for c in run["checks"]) == sorted((r, n) for r in range(world) for n in names)
+    names = parameter_checks()
+    assert sorted((c["rank"], c["name"]) for c in run["checks"]) == \
+        sorted((r, n) for r in range(world) for n in names + gradient_checks())
     assert all(c["passed"] for c in run["checks"]), [c for c in run["checks"] if not c["passed"]]
 
-    want = one_process_adam(world)
+    want, _ = one_process_adam(world)
     for i, name in enumerate(names):
         shown = [of_rank(got, r, "check", name=name)[0]["tensors"][0] for r in range(world)]
         assert all(s["preview"] == shown[0]["preview"] for s in shown), name   # the same on every rank
         np.testing.assert_allclose(np.array(shown[0]["preview"]), want[i], rtol=1e-3, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("case", CASES, ids=key)
+def test_each_ranks_gradient_pieces_are_its_pieces_of_one_process_gradient(finished, case):
+    """Rank r's piece of parameter i: elements r·k … (r+1)·k of the flattened gradient, padded with zeros."""
+    world, stage = case
+    got = finished[key(case)]["events"]
+    _, grads = one_process_adam(world)
+    for i, name in enumerate(gradient_checks()):
+        k = math.ceil(SIZES[i] / world)
+        whole = np.pad(grads[i], (0, k * world - SIZES[i]))
+        for rank in range(world):
+            [check] = of_rank(got, rank, "check", name=name)
+            assert check["passed"], check
+            shown, want = check["tensors"][0], whole[rank * k:(rank + 1) * k]
+            assert shown["shape"] == [k]
+            stats = [shown["stats"][s] for s in ("min", "max", "mean", "abs_max")]
+            np.testing.assert_allclose(stats, [want.min(), want.max(), want.mean(), abs(want).max()],
+                                       rtol=1e-3, atol=1e-7, err_msg=name)
+            if k <= 32:                                                     # shown whole
+                np.testing.assert_allclose(np.ravel(shown["preview"]), want, rtol=1e-3, atol=1e-7, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def summed(tmp_path_factory) -> dict[int, dict]:
+    """A copy of the lesson whose reduce-scatter sums the gradients (the average forgotten), each stage at 2 ranks."""
+    folder = tmp_path_factory.mktemp("planted")
+    plant(folder, "zero", "zero_summed", "program.py",
+          "return comm.reduce_scatter(padded, label=label) / world",
+          "return comm.reduce_scatter(padded, label=label)")
+    live = server_with(folder, tmp_path_factory.mktemp("planted-data"))
+    try:
+        results = run_all(live, [("zero_summed", 2, {"stage": stage}) for stage in (1, 2, 3)])
+    finally:
+        live.stop()
+    return dict(zip((1, 2, 3), results))
+
+
+@pytest.mark.parametrize("stage", (1, 2, 3))
+def test_a_reduce_scatter_that_sums_fails_the_gradient_checks(summed, stage):
+    run = summed[stage]["run"]
+    assert run["status"] == "done", run["error"]
+    failed = {(c["rank"], c["name"]) for c in run["checks"] if not c["passed"]}
+    gradient = {(r, n) for r in range(2) for n in gradient_checks()}
+    assert failed == gradient, "every gradient piece, and only those, is twice the reference"
+    assert all(re.fullmatch(r"parameter \d+ after \d+ steps", c["name"]) for c in run["checks"] if c["passed"])
 
 
 @pytest.mark.parametrize("case", DIVIDING, ids=key)

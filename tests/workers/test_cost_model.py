@@ -10,7 +10,9 @@ import random
 
 import pytest
 
-from workers.cost_model import bandwidths, bus_factor, fit_alpha_beta, predict
+import numpy as np
+
+from workers.cost_model import bandwidths, bus_factor, fit_alpha_beta, fit_line, predict
 
 WORLDS = (2, 3, 4, 8, 16)
 
@@ -61,8 +63,8 @@ ALPHA, BETA, M = 5e-6, 1e-9, 1 << 20
     ("gather", 16, 15 * ALPHA + 15 / 16 * M * BETA),
     ("broadcast", 8, 3 * (ALPHA + M * BETA)),          # ⌈log₂ 8⌉ = 3 tree steps
     ("broadcast", 3, 2 * (ALPHA + M * BETA)),          # ⌈log₂ 3⌉ = 2
-    ("reduce", 5, 3 * (ALPHA + M * BETA)),             # ⌈log₂ 5⌉ = 3
-    ("reduce", 2, ALPHA + M * BETA),
+    ("reduce", 5, 8 * ALPHA + 8 / 5 * M * BETA),        # gloo: a ring reduce-scatter, then the chunks to the root
+    ("reduce", 2, 2 * ALPHA + M * BETA),
     ("barrier", 8, 3 * ALPHA),
     ("barrier", 2, ALPHA),
     ("send", 8, ALPHA + M * BETA),
@@ -128,3 +130,49 @@ def test_fit_then_predict_round_trips():
     alpha, beta = fit_alpha_beta(SIZES, [predict("send", 2, m, 3e-5, 2e-10) for m in SIZES])
     assert predict("all_reduce", 8, M, alpha, beta) == pytest.approx(predict("all_reduce", 8, M, 3e-5, 2e-10))
     assert math.isfinite(alpha) and math.isfinite(beta)
+
+
+# ---- how far to trust a fit ------------------------------------------------------------------------
+
+def test_fit_gives_the_standard_errors_and_r2_of_least_squares():
+    """Against numpy's own fit: the covariance of the line's coefficients (scaled by the residuals)."""
+    rng = random.Random(3)
+    sizes = [m for m in SIZES for _ in range(5)]
+    times = [2e-5 + m * 4e-10 + rng.gauss(0, 3e-6) for m in sizes]
+    fit = fit_line(sizes, times)
+    (slope, intercept), cov = np.polyfit(sizes, times, 1, cov=True)
+    assert (fit.alpha, fit.beta) == pytest.approx((intercept, slope), rel=1e-9)
+    assert fit.beta_stderr == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-6)
+    assert fit.alpha_stderr == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-6)
+    residual = np.array(times) - (intercept + slope * np.array(sizes))
+    assert fit.r2 == pytest.approx(1 - (residual ** 2).sum() / ((np.array(times) - np.mean(times)) ** 2).sum())
+    assert fit.clamped == () and fit.warnings() == []
+
+
+def test_an_exact_line_has_no_error_and_r2_of_1():
+    fit = fit_line(SIZES, [3e-5 + m * 2e-10 for m in SIZES])
+    assert fit.r2 == pytest.approx(1.0)
+    assert fit.alpha_stderr == pytest.approx(0, abs=1e-15) and fit.beta_stderr == pytest.approx(0, abs=1e-20)
+    assert fit.warnings() == []
+
+
+def test_a_clamped_beta_is_said():
+    fit = fit_line([1, 10, 100], [3e-6, 2e-6, 1e-6])
+    assert fit.clamped == ("beta",) and fit.beta == 0.0
+    assert "β clamped to 0: the best line gives β < 0" in fit.warnings()
+
+
+def test_a_clamped_alpha_is_said():
+    fit = fit_line(SIZES, [-1e-5 + m * 1e-9 for m in SIZES])
+    assert fit.clamped == ("alpha",) and fit.alpha == 0.0
+    assert fit.warnings()[0] == "α clamped to 0: the best line gives α < 0"
+
+
+def test_times_that_do_not_lie_on_a_line_are_a_poor_fit():
+    """Latency noise as large as the whole bandwidth term: r² far below 0.9, α and β uncertain."""
+    times = [1e-4, 9e-4, 2e-4, 8e-4, 1e-4, 7e-4, 9e-4]
+    fit = fit_line(SIZES, times)
+    assert fit.r2 < 0.9
+    warnings = fit.warnings()
+    assert any(w.startswith(f"poor fit: r² = {fit.r2:.2f}") for w in warnings), warnings
+    assert any(w.startswith("β uncertain: ± ") for w in warnings), warnings

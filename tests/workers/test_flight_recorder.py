@@ -4,7 +4,7 @@ mismatch it is; which ranks never arrived)."""
 
 from __future__ import annotations
 
-from app.flight_recorder import diagnose, open_calls, rank_states
+from app.flight_recorder import diagnose, explain_crash, open_calls, rank_states
 
 SITE = "workers/lessons/x/program.py"
 
@@ -217,3 +217,38 @@ def test_a_recv_from_a_named_rank_ends_its_own_begin_not_an_any_source_one():
     events = [p2p(0, "begin", "recv", None), p2p(0, "begin", "recv", 2), p2p(0, "end", "recv", 2)]
     [still] = open_calls(events, 3)
     assert (still["op"], still["peer"]) == ("recv", None)
+
+
+# ---- a crash with the ranks inside disagreeing collectives ----------------------------------------
+
+CRASH = {"kind": "crash", "rank": 0, "message": "rank 0 was killed by SIGABRT", "site": f"{SITE}:34"}
+
+
+def test_a_crash_inside_a_shape_mismatch_gets_the_hang_reports_diagnosis():
+    """gloo aborts rank 0 of a 2-rank all-reduce whose lengths differ: both ranks are still inside it."""
+    events = completed(1, world=2) + [coll(0, "begin", 2, ranks=(0, 1), shape=(4,), line=34),
+                                      coll(1, "begin", 2, ranks=(0, 1), shape=(5,), line=34)]
+    error = explain_crash(CRASH, events, 2)
+    assert (error["kind"], error["rank"], error["site"]) == ("crash", 0, f"{SITE}:34")
+    assert (error["mismatch"], error["group"], error["cseq"], error["missing"]) == ("size mismatch", "world", 2, [])
+    assert error["message"] == ("rank 0 was killed by SIGABRT: the ranks passed different shapes to all_reduce "
+                                "(collective #2 of group 'world'): rank 0: [4], rank 1: [5]")
+    assert error["ranks"]["1"]["world"]["last_begun"]["shape"] == [5]
+    assert error["ranks"]["1"]["world"]["last_completed"]["cseq"] == 1
+
+
+def test_a_crash_where_one_rank_left_the_mismatched_collective_is_still_diagnosed():
+    events = completed(1, world=2) + [coll(1, "begin", 2, ranks=(0, 1), op="all_gather"),
+                                      coll(1, "end", 2, ranks=(0, 1), op="all_gather"),
+                                      coll(0, "begin", 2, ranks=(0, 1))]
+    error = explain_crash(CRASH, events, 2)
+    assert error["mismatch"] == "op mismatch"
+    assert error["message"].endswith("rank 0: all_reduce, rank 1: all_gather")
+
+
+def test_a_crash_with_agreeing_calls_or_none_open_is_left_as_it_is():
+    """A rank that dies between collectives leaves its peers waiting for it: that is the crash, not a mismatch."""
+    waiting = completed(1) + [coll(1, "begin", 2), coll(2, "begin", 2)]
+    assert explain_crash(CRASH, waiting, 3) == CRASH
+    assert explain_crash(CRASH, completed(1), 3) == CRASH
+    assert explain_crash(CRASH, [p2p(1, "begin", "recv", 0)], 3) == CRASH

@@ -45,6 +45,16 @@ def result(op, rank, inputs, root=0, reduce_op="sum"):
     raise ValueError(op)
 
 
+def receives(op, rank, world, root=0):
+    """Whether rank `rank` holds a result after `op`: not a non-root of reduce or gather (only the root
+    receives), not a rank of send_recv that only sends (or sits out), not anyone after a barrier."""
+    if op in ("reduce", "gather"):
+        return rank == root
+    if op == "send_recv":
+        return rank % 2 == 1
+    return op != "barrier"
+
+
 def origin(op, rank, world, size, root=0):
     """For each element of rank `rank`'s output, the ranks whose inputs it came from."""
     everyone = list(range(world))

@@ -16,7 +16,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from workers.cost_model import bandwidths, fit_alpha_beta, predict
+from workers.cost_model import bandwidths, fit_line, predict
 from workers.lessons.collectives import expected
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
@@ -88,21 +88,42 @@ def run(lab, p):
     x = everyone[rank].clone()
     lab.show("before", x)
 
+    arrived = time.monotonic()                                # one clock for every rank of a host
     out = run_collective(x, p, rank, world)
+    left = time.monotonic()
 
     lab.show("after", out, origin=expected.origin(p.op, rank, world, size, p.root))
-    want = expected.result(p.op, rank, [t.tolist() for t in everyone], p.root, p.reduce_op)
-    lab.check(p.op, out, torch.tensor(want, dtype=out.dtype, device=out.device),
-              f"rank {rank}'s tensor after {p.op} against expected.py's plain computation")
+    if expected.receives(p.op, rank, world, p.root):         # a rank that only sends holds nothing new
+        want = expected.result(p.op, rank, [t.tolist() for t in everyone], p.root, p.reduce_op)
+        lab.check(p.op, out, torch.tensor(want, dtype=out.dtype, device=out.device),
+                  f"rank {rank}'s tensor after {p.op} against expected.py's plain computation")
+    if p.op == "barrier":
+        check_barrier(lab, arrived, left)
     if p.sweep:
         sweep(lab, p, world)
 
 
-def ping_pong(lab, nbytes, repeats=5):
-    """One-way time of an nbytes message between ranks 0 and 1 (half a round trip), median of repeats."""
+def check_barrier(lab, arrived, left):
+    """A barrier moves no data; what it promises is that no rank leaves before the last one arrives."""
+    with lab.untraced():                                      # the times, shared for the check only
+        times = torch.tensor([arrived, left], dtype=torch.float64)
+        everyone = [torch.empty_like(times) for _ in range(lab.world_size)]
+        dist.all_gather(everyone, times)
+    last_arrival = max(float(t[0]) for t in everyone)
+    lab.check("barrier: left after the last rank arrived", torch.tensor([float(left >= last_arrival)]),
+              torch.tensor([1.0]), f"1 when this rank left the barrier ({left - last_arrival:+.6f} s after the "
+              f"last rank arrived) no earlier than the last rank arrived, else 0")
+
+
+SWEEP_SIZES = [4 << k for k in range(0, 19, 3)]              # 4 B … 1 MiB
+REPEATS = 5
+
+
+def ping_pong(lab, nbytes):
+    """Round trips of an nbytes message between ranks 0 and 1 (send, then wait for it to come back)."""
     buf = torch.zeros(max(nbytes // 4, 1), device=lab.device)
     times = []
-    for _ in range(repeats):
+    for _ in range(REPEATS):
         dist.barrier()
         start = time.perf_counter()
         if lab.rank == 0:
@@ -111,30 +132,93 @@ def ping_pong(lab, nbytes, repeats=5):
         elif lab.rank == 1:
             dist.recv(buf, src=0)
             dist.send(buf, dst=0)
-        times.append((time.perf_counter() - start) / 2)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def slowest_rank(times):
+    """Each repeat's time on the rank that took longest: the call is over when the last rank is done."""
+    t = torch.tensor(times, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
+def record_samples(lab, series, nbytes, times):
+    """Every timed repeat as an event, so the fit can be redone from the log."""
+    if lab.rank == 0:
+        for i, seconds in enumerate(times):
+            lab.metric("cost_sample", seconds, "s", series=series, bytes=nbytes, repeat=i)
+
+
+def median(times):
     return sorted(times)[len(times) // 2]
 
 
 def sweep(lab, p, world):
-    """Calibrate α and β by ping-pong, then time the collective over sizes against the model."""
+    """Fit α and β to ping-pong round trips, then time the collective over sizes against the model."""
     with lab.untraced():                                      # thousands of calls: time them, don't trace them
-        sizes = [4 << k for k in range(0, 19, 3)]             # 4 B … 1 MiB
-        alpha, beta = fit_alpha_beta(sizes, [ping_pong(lab, s) for s in sizes])
-        for nbytes in sizes:
-            n = max(nbytes // 4, world) // world * world
-            x = starting_tensor(lab.rank, n, lab.device)
-            times = []
-            for _ in range(5):
-                dist.barrier()
-                start = time.perf_counter()
-                run_collective(x.clone(), p, lab.rank, world)
-                times.append(time.perf_counter() - start)
-            seconds = sorted(times)[2]
-            size_bytes = n * 4 * (world if p.op in ("all_gather", "gather") else 1)
-            algbw, busbw = bandwidths(p.op, world, size_bytes, seconds)
-            if lab.rank == 0:
-                lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw,
-                           predicted=predict(p.op, world, size_bytes, alpha, beta))
+        round_trips = {}
+        for nbytes in SWEEP_SIZES:
+            round_trips[nbytes] = ping_pong(lab, nbytes)
+            record_samples(lab, "ping_pong", nbytes, round_trips[nbytes])
+        fit = fit_line(SWEEP_SIZES, [median(round_trips[m]) / 2 for m in SWEEP_SIZES])   # one way: half
+        if p.op == "barrier":
+            time_barrier(lab, world, fit)
+        elif p.op == "send_recv":
+            for nbytes in SWEEP_SIZES:                        # a round trip is what one can time
+                report_point(lab, p.op, world, nbytes, median(round_trips[nbytes]), fit, round_trip=True)
+        else:
+            time_collective(lab, p, world, fit)
+    report_fit(lab, fit)
+
+
+def time_collective(lab, p, world, fit):
+    for nbytes in SWEEP_SIZES:
+        n = max(nbytes // 4, world) // world * world
+        x = starting_tensor(lab.rank, n, lab.device)
+        times = []
+        for _ in range(REPEATS):
+            dist.barrier()
+            start = time.perf_counter()
+            run_collective(x.clone(), p, lab.rank, world)
+            times.append(time.perf_counter() - start)
+        times = slowest_rank(times)
+        size_bytes = n * 4 * (world if p.op in ("all_gather", "gather") else 1)
+        record_samples(lab, p.op, size_bytes, times)
+        report_point(lab, p.op, world, size_bytes, median(times), fit)
+
+
+def report_point(lab, op, world, size_bytes, seconds, fit, round_trip=False):
+    """One size of the sweep: the measured time beside the model's (a round trip: two messages)."""
+    if lab.rank != 0:
+        return
+    moved = 2 * size_bytes if round_trip else size_bytes
+    algbw, busbw = bandwidths(op, world, moved, seconds)
+    predicted = predict("send" if round_trip else op, world, size_bytes, fit.alpha, fit.beta) * (2 if round_trip else 1)
+    extra = {"round_trip": True} if round_trip else {}
+    lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw, predicted=predicted, **extra)
+
+
+def time_barrier(lab, world, fit):
+    """A barrier moves no data: one latency, against the dissemination barrier's ⌈log₂p⌉·α."""
+    times = []
+    for _ in range(REPEATS * 4):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.barrier()
+        times.append(time.perf_counter() - start)
+    times = slowest_rank(times)
+    record_samples(lab, "barrier", 0, times)
     if lab.rank == 0:
-        lab.metric("alpha", alpha, "s", formula="latency per message, fitted from ping-pong times")
-        lab.metric("beta", beta, "s/B", formula="seconds per byte, fitted from ping-pong times")
+        lab.metric("barrier_latency", median(times), "s", expected=predict("barrier", world, 0, fit.alpha, fit.beta),
+                   formula=f"⌈log₂p⌉·α, gloo's dissemination barrier  (p={world}, α fitted by ping-pong)")
+
+
+def report_fit(lab, fit):
+    if lab.rank != 0:
+        return
+    quality = {"r2": fit.r2, "clamped": list(fit.clamped), "warnings": fit.warnings()}
+    lab.metric("alpha", fit.alpha, "s", stderr=fit.alpha_stderr, **quality,
+               formula="latency per message: the intercept of one-way times (half a ping-pong round trip)")
+    lab.metric("beta", fit.beta, "s/B", stderr=fit.beta_stderr, **quality,
+               formula="seconds per byte: the slope of one-way times (half a ping-pong round trip)")

@@ -7,6 +7,11 @@ and recvs traced, and at the end the loss and every parameter gradient are check
 process training the whole stack on the whole batch.
 
     bubble fraction = idle time / (ranks × makespan)  ≈  (p − 1) / (m + p − 1)  for GPipe and 1F1B
+
+The activations a rank holds are the tensors autograd saves for backward, counted as they are saved
+(a layer's weight, which autograd also keeps to compute the input's gradient, is not an activation).
+Here a stage keeps its input and its tanh output, A = 2·b·h·4 bytes per microbatch (b rows, width h):
+    GPipe peak = m·A on every rank        1F1B peak = min(p − r, m)·A on rank r
 """
 
 import copy
@@ -37,8 +42,9 @@ def loss_fn(output, target):
 class StageTiming:
     """Compute delays (so bubbles show above the noise) and the activations each rank holds."""
 
-    def __init__(self, lab, p):
+    def __init__(self, lab, p, weights):
         self.lab, self.delay = lab, p.delay_ms / 1000
+        self.weights = {w.untyped_storage().data_ptr() for w in weights}
         self.slow_stage = p.slow_stage
         self.in_flight, self.bytes_alive, self.saved_bytes = 0, 0, {}
         self.peak_in_flight, self.peak_bytes = 0, 0
@@ -48,17 +54,18 @@ class StageTiming:
 
     @contextmanager
     def forward(self, stage, mb):
-        counted = [0]
+        held = {}                                             # each saved activation once
 
-        def pack(t):                                          # every tensor autograd keeps for backward
-            counted[0] += t.numel() * t.element_size()
+        def pack(t):                                          # every tensor autograd keeps for backward …
+            if t.untyped_storage().data_ptr() not in self.weights:   # … but the layer's own weight
+                held[(t.data_ptr(), t.numel())] = t.numel() * t.element_size()
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             yield
         self._sleep(stage, 1)
-        self.saved_bytes[(stage, mb)] = counted[0]
-        self._change(+1, counted[0])
+        self.saved_bytes[(stage, mb)] = sum(held.values())
+        self._change(+1, sum(held.values()))
 
     @contextmanager
     def backward(self, stage, mb, kind="B"):
@@ -95,7 +102,7 @@ def run(lab, p):
     target = torch.randn(batch, p.hidden).to(lab.device)
     mine = {s: layers[s].to(lab.device) for s in placement[rank]}
 
-    timing = StageTiming(lab, p)
+    timing = StageTiming(lab, p, [w for model in mine.values() for w in model.parameters()])
     spans = []                                                # (begin, end) of this rank's compute
     if p.schedule in ENGINES:
         losses = run_own_engine(lab, p, mine, x, target, timing, spans)
@@ -104,6 +111,7 @@ def run(lab, p):
 
     check_against_reference(lab, p, reference, mine, x, target, losses, num_stages)
     report_bubbles(lab, spans, timing, placement)
+    report_activation_bytes(lab, p, timing)
 
 
 def run_own_engine(lab, p, mine, x, target, timing, spans):
@@ -209,4 +217,13 @@ def report_bubbles(lab, spans, timing, placement):
         lab.metric("bubble_fraction", bubble, "", formula="idle / (ranks × makespan), measured")
     lab.metric("peak_activations_in_flight", timing.peak_in_flight, "microbatches",
                formula="1F1B: at most p − rank; GPipe: m")
-    lab.metric("peak_activation_bytes", timing.peak_bytes, "bytes", formula="tensors autograd kept for backward")
+
+
+def report_activation_bytes(lab, p, timing):
+    """The peak of what this rank held, against m·A (GPipe) or min(p − r, m)·A (1F1B)."""
+    a = 2 * ROWS_PER_MICROBATCH * p.hidden * 4                # a stage's input and tanh output, float32
+    held = {"gpipe": p.microbatches, "1f1b": min(lab.world_size - lab.rank, p.microbatches)}.get(p.schedule.lower())
+    expected = {} if held is None else {"expected": held * a}
+    lab.metric("peak_activation_bytes", timing.peak_bytes, "bytes", **expected,
+               formula=f"saved activations; GPipe m·A, 1F1B min(p − r, m)·A  (A = 2·b·h·4 = {a} B, "
+                       f"m={p.microbatches}, p={lab.world_size}, r={lab.rank})")

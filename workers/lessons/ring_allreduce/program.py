@@ -23,14 +23,23 @@ import torch
 from workers import comm
 
 
-def exchange(send, receive_into, to, frm, label):
+class Tally:
+    """What this rank really did: exchanges made, elements sent (the step metrics count these)."""
+
+    def __init__(self):
+        self.steps, self.elements_sent = 0, 0
+
+
+def exchange(send, receive_into, to, frm, label, tally):
     """Send `send` to rank `to` while receiving from rank `frm` (isend first: both sides can't block)."""
     work = comm.isend(send, dst=to, label=label)
     comm.recv(receive_into, src=frm, label=label)
     work.wait()
+    tally.steps += 1
+    tally.elements_sent += send.numel()
 
 
-def ring_all_reduce(lab, x):
+def ring_all_reduce(lab, x, tally):
     p, r = lab.world_size, lab.rank
     right, left = (r + 1) % p, (r - 1) % p
     chunks = list(x.chunk(p))                            # p views into x, n/p elements each
@@ -39,48 +48,57 @@ def ring_all_reduce(lab, x):
         out, into = (r - step) % p, (r - step - 1) % p
         with lab.compute(f"reduce-scatter step {step + 1}"):
             exchange(chunks[out], incoming, right, left,
-                     f"reduce-scatter step {step + 1}: send chunk {out}, add the received chunk {into}")
+                     f"reduce-scatter step {step + 1}: send chunk {out}, add the received chunk {into}", tally)
             chunks[into] += incoming
         lab.show(f"ring buffer after reduce-scatter step {step + 1}", x)
     for step in range(p - 1):                            # 2. all-gather
         out, into = (r + 1 - step) % p, (r - step) % p
         with lab.compute(f"all-gather step {step + 1}"):
             exchange(chunks[out], chunks[into], right, left,
-                     f"all-gather step {step + 1}: pass on finished chunk {out}, receive chunk {into}")
+                     f"all-gather step {step + 1}: pass on finished chunk {out}, receive chunk {into}", tally)
         lab.show(f"ring buffer after all-gather step {step + 1}", x)
     return x
 
 
-def recursive_doubling_all_reduce(lab, x):
+def recursive_doubling_all_reduce(lab, x, tally):
     incoming = torch.empty_like(x)
     for k in range(int(math.log2(lab.world_size))):
         partner = lab.rank ^ (1 << k)                    # r XOR 2ᵏ: the distance doubles each step
         with lab.compute(f"doubling step {k + 1}"):
-            exchange(x, incoming, partner, partner, f"doubling step {k + 1}: swap with rank {partner} and add")
+            exchange(x, incoming, partner, partner, f"doubling step {k + 1}: swap with rank {partner} and add", tally)
             x += incoming
         lab.show(f"doubling buffer after step {k + 1}", x)
     return x
 
 
+def starting_tensor(rank, n, device):
+    return torch.arange(n, dtype=torch.float32, device=device) + 10 * rank   # rank r: 10r, 10r+1, …
+
+
 def run(lab, p):
     world, rank = lab.world_size, lab.rank
     n = p.size or 2 * world
-    x0 = torch.arange(n, dtype=torch.float32, device=lab.device) + 10 * rank   # rank r: 10r, 10r+1, …
+    x0 = starting_tensor(rank, n, lab.device)
     lab.show("input", x0)
-    expected = x0.clone()
-    comm.all_reduce(expected, label="the reference: torch.distributed's own all_reduce")
+    expected = sum(starting_tensor(q, n, lab.device) for q in range(world))   # one process adds every input
 
     power_of_two = world & (world - 1) == 0
     if p.algorithm in ("both", "ring"):
-        ring = ring_all_reduce(lab, x0.clone())
-        lab.check("ring all-reduce", ring, expected, "the ring's result against dist.all_reduce on the same input")
+        tally = Tally()
+        ring = ring_all_reduce(lab, x0.clone(), tally)
+        lab.check("ring all-reduce", ring, expected, "the ring's result against the plain sum of every rank's input")
+        report_steps(lab, "steps_ring", tally, 2 * (world - 1), "2(p−1)", 2 * (world - 1) * (n // world))
     if p.algorithm == "recursive_doubling" or (p.algorithm == "both" and power_of_two):
-        doubled = recursive_doubling_all_reduce(lab, x0.clone())
+        tally = Tally()
+        doubled = recursive_doubling_all_reduce(lab, x0.clone(), tally)
         lab.check("recursive doubling all-reduce", doubled, expected,
-                  "recursive doubling's result against dist.all_reduce on the same input")
+                  "recursive doubling's result against the plain sum of every rank's input")
+        steps = int(math.log2(world))
+        report_steps(lab, "steps_recursive_doubling", tally, steps, "log₂p", steps * n)
 
-    if rank == 0:
-        lab.metric("steps_ring", 2 * (world - 1), "steps", formula="2(p−1)", elements_sent=2 * (world - 1) * n // world)
-        if power_of_two:
-            lab.metric("steps_recursive_doubling", int(math.log2(world)), "steps", formula="log₂p",
-                       elements_sent=n * int(math.log2(world)))
+
+def report_steps(lab, name, tally, steps, formula, elements):
+    """The exchanges this rank made and the elements it sent, beside the algorithm's formula."""
+    if lab.rank == 0:
+        lab.metric(name, tally.steps, "steps", expected=steps, formula=formula,
+                   elements_sent=tally.elements_sent, elements_expected=elements)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from workers import comm
-from workers.lessons.mlp_block import make_inputs, reference
+from workers.lessons.mlp_block import SavedActivations, activation_terms, make_inputs, reference, report_activations
 
 
 class GatherFromSequenceParallel(torch.autograd.Function):
@@ -65,15 +65,16 @@ def run(lab, p):
     lab.show("W1", w1, inside="W1", full_shape=full.w1.shape, offset=(cols.start, 0))
     lab.show("W2", w2, inside="W2", full_shape=full.w2.shape, offset=(0, cols.start))
 
-    with lab.compute("LayerNorm"):
-        h = F.layer_norm(x, (p.hidden,), weight=ln_w)      # [S/t, H]  activations cut t-fold
-    h = GatherFromSequenceParallel.apply(h, tp)             # [S, H]
-    with lab.compute("X·W1ᵀ, GELU"):
-        a = F.gelu(F.linear(h, w1))                         # [S, FFN/t]
-    with lab.compute("A·W2ᵀ"):
-        partial = F.linear(a, w2)                           # [S, H]  partial sum
-    y = ScatterToSequenceParallel.apply(partial, tp)        # [S/t, H]  summed, this rank's tokens
-    lab.show("Y", y, inside="Y", full_shape=ref.out.shape, offset=(rows.start, 0))
+    with SavedActivations([ln_w, w1, w2]) as saved:          # what autograd keeps for backward
+        with lab.compute("LayerNorm"):
+            h = F.layer_norm(x, (p.hidden,), weight=ln_w)  # [S/t, H]  activations cut t-fold
+        h = GatherFromSequenceParallel.apply(h, tp)         # [S, H]
+        with lab.compute("X·W1ᵀ, GELU"):
+            a = F.gelu(F.linear(h, w1))                     # [S, FFN/t]
+        with lab.compute("A·W2ᵀ"):
+            partial = F.linear(a, w2)                       # [S, H]  partial sum
+        y = ScatterToSequenceParallel.apply(partial, tp)    # [S/t, H]  summed, this rank's tokens
+        lab.show("Y", y, inside="Y", full_shape=ref.out.shape, offset=(rows.start, 0))
 
     with lab.compute("backward"):
         y.square().sum().backward()
@@ -83,6 +84,10 @@ def run(lab, p):
     if r == 0:
         lab.metric("block_comm_bytes_expected", (4 * p.seq_len * p.hidden + p.hidden) * y.element_size(), "bytes",
                    formula="(all-gather + reduce-scatter) forward and backward, 4 × s·b·h, + h for LayerNorm's dw, × 4 B")
+
+    report_activations(lab, saved, activation_terms(p.seq_len, p.hidden, p.ffn, t, sequence_parallel=True),
+                       ln_input=x, w1_input=h, w2_input=a,
+                       sizes=f"s={p.seq_len}, b=1, h={p.hidden}, f={p.ffn}, t={t}")
 
     lab.check("output Y shard", y, ref.out[rows], "this rank's tokens of Y against the same rows of the reference")
     lab.check("input gradient dX shard", x.grad, ref.grads.x[rows],

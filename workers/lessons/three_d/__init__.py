@@ -33,6 +33,15 @@ class ThreeDParams(LessonParams):
             raise ValueError(f"1F1B needs at least as many microbatches as stages: {value} < pp={info.data['pp']}")
         return value
 
+    @field_validator("mistake")
+    @classmethod
+    def _mistake_needs_replicas(cls, value: str, info: ValidationInfo) -> str:
+        dp = info.data.get("dp")
+        if value != "none" and dp == 1:
+            raise ValueError(f"mistake={value} misplaces the data-parallel gradient sync: it needs dp ≥ 2 "
+                             f"(with dp=1 there is no other replica to average with, so nothing can go wrong)")
+        return value
+
     @field_validator("ffn")
     @classmethod
     def _ffn_splits(cls, value: int, info: ValidationInfo) -> int:

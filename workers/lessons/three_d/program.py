@@ -98,7 +98,7 @@ def run(lab, p):
     if p.mistake != "none":
         misplace_the_dp_sync(runner, block, dp_group, p)
     one_f_one_b(runner)
-    if p.mistake == "none":
+    if p.mistake == "none" and p.dp > 1:                                # one replica has nothing to average
         sync_gradients(block, dp_group, p.dp, "after the last backward")   # the right place: once, at the end
 
     check(lab, p, block, weights, x, y, s, cols, runner, dp_group)
@@ -137,8 +137,9 @@ def check(lab, p, block, weights, x, y, s, cols, runner, dp_group):
         replica_loss = torch.stack(runner.losses).sum().reshape(1)
         mean_loss = comm.all_reduce(replica_loss, group=dp_group, label="average the replicas' losses") / p.dp
         lab.check("loss", mean_loss[0], loss.detach(), "the replicas' mean loss against one process's loss")
-    lab.metric("dp_sync_bytes", DataParallelTraffic.bytes, "bytes", expected=sum(
-        t.numel() * t.element_size() for t in block.parameters()), formula="one all-reduce of this rank's gradient shards")
+    shards = sum(t.numel() * t.element_size() for t in block.parameters())
+    lab.metric("dp_sync_bytes", DataParallelTraffic.bytes, "bytes", expected=shards if p.dp > 1 else 0,
+               formula="one all-reduce of this rank's gradient shards; none at dp = 1 (one replica)")
     ref_w1, ref_w2 = layers[s]
     lab.check(f"stage {s} W1 shard gradient", block.w1.grad, ref_w1.grad[cols],
               f"dL/dW1 of stage {s}, this rank's columns, against one process on the whole batch")

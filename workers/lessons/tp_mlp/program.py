@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from workers import comm
-from workers.lessons.mlp_block import make_inputs, reference
+from workers.lessons.mlp_block import SavedActivations, activation_terms, make_inputs, reference, report_activations
 
 
 class CopyToTensorParallel(torch.autograd.Function):
@@ -66,17 +66,18 @@ def run(lab, p):
     if p.mistake == "swap_f_g":
         f, g = g, f                                        # the bug: g where f belongs, and f for g
 
-    with lab.compute("LayerNorm"):
-        h = F.layer_norm(x, (p.hidden,), weight=ln_w)     # [S, H]
-    h = f.apply(h, tp)
-    with lab.compute("X·W1ᵀ, GELU"):
-        a = F.gelu(F.linear(h, w1))                        # [S, FFN/t]  no communication: GELU is element-wise
-    lab.show("A = GELU(X·W1ᵀ)", a, inside="A", full_shape=(p.seq_len, p.ffn), offset=(0, cols.start))
-    with lab.compute("A·W2ᵀ"):
-        partial = F.linear(a, w2)                          # [S, H]  this rank's partial sum of Y
-    lab.show("partial Y", partial)
-    y = g.apply(partial, tp)                               # [S, H]  the whole Y on every rank
-    lab.show("Y", y)
+    with SavedActivations([ln_w, w1, w2]) as saved:          # what autograd keeps for backward
+        with lab.compute("LayerNorm"):
+            h = F.layer_norm(x, (p.hidden,), weight=ln_w)     # [S, H]
+        h = f.apply(h, tp)
+        with lab.compute("X·W1ᵀ, GELU"):
+            a = F.gelu(F.linear(h, w1))                    # [S, FFN/t]  no communication: GELU is element-wise
+        lab.show("A = GELU(X·W1ᵀ)", a, inside="A", full_shape=(p.seq_len, p.ffn), offset=(0, cols.start))
+        with lab.compute("A·W2ᵀ"):
+            partial = F.linear(a, w2)                      # [S, H]  this rank's partial sum of Y
+        lab.show("partial Y", partial)
+        y = g.apply(partial, tp)                           # [S, H]  the whole Y on every rank
+        lab.show("Y", y)
 
     with lab.compute("backward"):
         y.square().sum().backward()                        # loss = sum(Y²), as in the reference
@@ -84,6 +85,10 @@ def run(lab, p):
     if r == 0:                                             # what the chapter predicts each rank sends
         lab.metric("block_comm_bytes_expected", 2 * p.seq_len * p.hidden * y.element_size(), "bytes",
                    formula="2 all-reduces (g forward, f backward) × s·b·h elements × 4 B")
+
+    report_activations(lab, saved, activation_terms(p.seq_len, p.hidden, p.ffn, t, sequence_parallel=False),
+                       ln_input=x, w1_input=h, w2_input=a,
+                       sizes=f"s={p.seq_len}, b=1, h={p.hidden}, f={p.ffn}, t={t}")
 
     lab.check("output Y", y, ref.out, "this rank's Y against the single-process Y")
     lab.check("W1 shard gradient", w1.grad, ref.grads.w1[cols],

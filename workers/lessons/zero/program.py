@@ -12,6 +12,10 @@ Memory per rank (Ψ parameters; P, G, K bytes per element of parameters, gradien
 here float32 with Adam: P = G = 4, K = 8; in the paper's mixed precision 2, 2, 12):
     stage 1: PΨ + GΨ + KΨ/N      stage 2: PΨ + (G + K)Ψ/N      stage 3: (P + G + K)Ψ/N
 Communication per step: 2Ψ elements for stages 1 and 2 (reduce-scatter + all-gather), 3Ψ for stage 3.
+
+Checked against one process with Adam on the whole batch: each rank's gradient pieces of the first
+step (Adam divides by the gradient's own size, so parameters alone would not see a gradient summed
+instead of averaged), and the parameters after the last step.
 """
 
 import copy
@@ -88,6 +92,7 @@ def train_stage_1_or_2(lab, p, model, x, y, world):
     params = list(model.parameters())
     pieces = [my_piece(param, lab.rank, world).requires_grad_() for param in params]
     optimizer = torch.optim.Adam(pieces, lr=LR)                        # Adam's state: for my pieces only
+    first_grads = []
     if p.stage == 2:                                                   # reduce-scatter each gradient when ready
         for param, piece in zip(params, pieces):
             def ready(param, piece=piece):
@@ -100,6 +105,7 @@ def train_stage_1_or_2(lab, p, model, x, y, world):
         if p.stage == 1:
             for param, piece in zip(params, pieces):
                 piece.grad = scatter_mean(param.grad, world, "stage 1: reduce-scatter the gradient")
+        first_grads = first_grads or [piece.grad.clone() for piece in pieces]
         with lab.compute(f"Adam on my pieces {step}"):
             optimizer.step()
         with torch.no_grad():
@@ -107,7 +113,7 @@ def train_stage_1_or_2(lab, p, model, x, y, world):
                 param.copy_(gather(piece.detach(), param.shape, "all-gather the updated pieces"))
                 if p.stage == 1:
                     param.grad.zero_()                                 # stage 1 keeps the whole gradient
-    return params, pieces, optimizer
+    return params, pieces, optimizer, first_grads
 
 
 def train_stage_3(lab, p, model, x, y, world):
@@ -115,19 +121,21 @@ def train_stage_3(lab, p, model, x, y, world):
     pieces = [my_piece(t, lab.rank, world).requires_grad_() for layer in model
               for t in (layer[0].weight, layer[0].bias)]               # the whole weights are dropped
     optimizer = torch.optim.Adam(pieces, lr=LR)
+    first_grads = []
     for step in range(p.steps):
         with lab.compute(f"forward + backward {step}"):
             h = x
             for i, (w_shape, b_shape) in enumerate(shapes):
                 h = ZeroThreeLinearTanh.apply(h, pieces[2 * i], pieces[2 * i + 1], w_shape, b_shape, world)
             F.mse_loss(h, y).backward()
+        first_grads = first_grads or [piece.grad.clone() for piece in pieces]
         with lab.compute(f"Adam on my pieces {step}"):
             optimizer.step()
             optimizer.zero_grad(set_to_none=False)                     # the gradient pieces stay allocated
     with lab.untraced():                                               # only for the check, not ZeRO's traffic:
         shapes = [shape for pair in shapes for shape in pair]          # rebuild the whole parameters
         params = [comm.all_gather(piece.detach())[:shape.numel()].view(shape) for piece, shape in zip(pieces, shapes)]
-    return params, pieces, optimizer
+    return params, pieces, optimizer, first_grads
 
 
 def nbytes(tensors):
@@ -145,7 +153,7 @@ def run(lab, p):
     psi = sum(param.numel() for param in model.parameters())           # Ψ
 
     train = train_stage_3 if p.stage == 3 else train_stage_1_or_2
-    params, pieces, optimizer = train(lab, p, model, x[mine], y[mine], world)
+    params, pieces, optimizer, first_grads = train(lab, p, model, x[mine], y[mine], world)
 
     held_params = pieces if p.stage == 3 else list(model.parameters())
     held_grads = [piece.grad for piece in pieces] if p.stage >= 2 else [param.grad for param in model.parameters()]
@@ -163,8 +171,12 @@ def run(lab, p):
                expected=(2 if p.stage < 3 else 3) * psi, formula="2Ψ (stages 1, 2); 3Ψ (stage 3)")
 
     ref_optimizer = torch.optim.Adam(reference.parameters(), lr=LR)
-    for _ in range(p.steps):                                           # one process, the whole batch
+    for step in range(p.steps):                                        # one process, the whole batch
         F.mse_loss(reference(x), y).backward()
+        if step == 0:
+            for i, (piece, ref) in enumerate(zip(first_grads, reference.parameters())):
+                lab.check(f"gradient {i} piece, step 1", piece, my_piece(ref.grad, rank, world),
+                          "my piece of the averaged gradient against the same piece of one process's gradient")
         ref_optimizer.step()
         ref_optimizer.zero_grad()
     for i, (param, ref) in enumerate(zip(params, reference.parameters())):
