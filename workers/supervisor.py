@@ -17,6 +17,7 @@ import tempfile
 
 from workers.channel import EventChannel
 from workers.launch_request import LaunchRequest
+from workers.protocol import SupervisorReport
 
 _PR_SET_PDEATHSIG = 1
 
@@ -65,7 +66,7 @@ def finish(request: LaunchRequest, ranks: dict[int, int], workdir: str) -> None:
     exits, timed_out = _wait_for(ranks, request.time_limit_s)
     try:
         channel = EventChannel(request.events_address, request.run_id, request.token, None)
-        channel.send({"supervisor": "exited", "exits": exits, "timed_out": timed_out})
+        channel.send(SupervisorReport(exits=exits, timed_out=timed_out).to_dict())
         channel.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
