@@ -134,7 +134,8 @@ def sweep(lab, p, world):
             algbw, busbw = bandwidths(p.op, world, size_bytes, seconds)
             if lab.rank == 0:
                 lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw,
-                           predicted=predict(p.op, world, size_bytes, alpha, beta))
+                           predicted=predict(p.op, world, size_bytes, alpha, beta),
+                           formula="measured; predicted by the α–β model (see workers/cost_model.py)")
     if lab.rank == 0:
         lab.metric("alpha", alpha, "s", formula="latency per message, fitted from ping-pong times")
         lab.metric("beta", beta, "s/B", formula="seconds per byte, fitted from ping-pong times")

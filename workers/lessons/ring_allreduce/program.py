@@ -23,10 +23,11 @@ import torch
 from workers import comm
 
 
-def exchange(send, receive_into, to, frm, label):
-    """Send `send` to rank `to` while receiving from rank `frm` (isend first: both sides can't block)."""
-    work = comm.isend(send, dst=to, label=label)
-    comm.recv(receive_into, src=frm, label=label)
+def exchange(send, receive_into, to, frm, label, chunks=(None, None)):
+    """Send `send` to rank `to` while receiving from rank `frm` (isend first: both sides can't block);
+    `chunks`: which chunk goes out and which comes in, for the page."""
+    work = comm.isend(send, dst=to, label=label, fields={"chunk": chunks[0]})
+    comm.recv(receive_into, src=frm, label=label, fields={"chunk": chunks[1]})
     work.wait()
 
 
@@ -39,14 +40,14 @@ def ring_all_reduce(lab, x):
         out, into = (r - step) % p, (r - step - 1) % p
         with lab.compute(f"reduce-scatter step {step + 1}"):
             exchange(chunks[out], incoming, right, left,
-                     f"reduce-scatter step {step + 1}: send chunk {out}, add the received chunk {into}")
+                     f"reduce-scatter step {step + 1}: send chunk {out}, add the received chunk {into}", (out, into))
             chunks[into] += incoming
         lab.show(f"ring buffer after reduce-scatter step {step + 1}", x)
     for step in range(p - 1):                            # 2. all-gather
         out, into = (r + 1 - step) % p, (r - step) % p
         with lab.compute(f"all-gather step {step + 1}"):
             exchange(chunks[out], chunks[into], right, left,
-                     f"all-gather step {step + 1}: pass on finished chunk {out}, receive chunk {into}")
+                     f"all-gather step {step + 1}: pass on finished chunk {out}, receive chunk {into}", (out, into))
         lab.show(f"ring buffer after all-gather step {step + 1}", x)
     return x
 
