@@ -19,6 +19,7 @@ from app.csrf import CrossSiteGate
 from app.hub import Hub
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
+from app.routes import protocol as protocol_routes
 from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
@@ -72,6 +73,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
-    for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab):
+    for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes):
         app.include_router(module.router)
     return app

@@ -21,7 +21,7 @@ from app.launcher import Launcher
 from app.recording import Recording, recorded_ids
 from app.settings import Settings
 from workers.launch_request import LaunchRequest
-from workers.protocol import FINAL_STATUSES, decode
+from workers.protocol import FINAL_STATUSES, decode, problem
 
 log = logging.getLogger("paralab.runs")
 
@@ -301,6 +301,10 @@ class RunManager:
             self._spawn(self._conclude(run))
         else:
             message["rank"] = rank   # a rank speaks only for itself
+            if (wrong := problem(message)) is not None:   # never shown: the run fails, naming the field
+                self._kill(run)
+                self._finish(run, "failed", {"kind": "protocol", "rank": rank, "message": f"rank {rank} sent {wrong}"})
+                return
             run.last_event_at = time.monotonic()
             self._record_all(run, run.order.admit(message))
 

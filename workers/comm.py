@@ -2,7 +2,8 @@
 
 Each function is a thin veneer over `torch.distributed` — the tracer records the call as it records
 any direct `dist.*` call — that adds the teaching label shown in the page and returns the result
-tensor, so lesson code reads like the maths.
+tensor, so lesson code reads like the maths. `fields` adds protocol fields to the call's events
+(`{"bucket": 2}`, `{"chunk": 1}`: see workers/protocol.py).
 """
 
 from __future__ import annotations
@@ -21,52 +22,55 @@ def use_tracer(tracer: "_tracer_module.Tracer | None") -> None:
     _active = tracer
 
 
-def _label(label: str | None) -> None:
-    if _active is not None and label:
-        _active.set_label(label)
+def _label(label: str | None, fields: dict | None = None) -> None:
+    if _active is not None and (label or fields):
+        _active.set_label(label, fields)
 
 
 def all_reduce(tensor: torch.Tensor, group=None, label: str | None = None,
-               op=dist.ReduceOp.SUM) -> torch.Tensor:
+               op=dist.ReduceOp.SUM, fields: dict | None = None) -> torch.Tensor:
     """Every rank ends with the element-wise reduction (sum by default) of all ranks' tensors."""
-    _label(label)
+    _label(label, fields)
     dist.all_reduce(tensor, op=op, group=group)
     return tensor
 
 
-def all_reduce_start(tensor: torch.Tensor, group=None, label: str | None = None, op=dist.ReduceOp.SUM):
+def all_reduce_start(tensor: torch.Tensor, group=None, label: str | None = None, op=dist.ReduceOp.SUM,
+                     fields: dict | None = None):
     """Launch an all-reduce in the background (in place); returns the work to `wait()` on."""
-    _label(label)
+    _label(label, fields)
     return dist.all_reduce(tensor, op=op, group=group, async_op=True)
 
 
-def all_gather(tensor: torch.Tensor, group=None, label: str | None = None) -> torch.Tensor:
+def all_gather(tensor: torch.Tensor, group=None, label: str | None = None, fields: dict | None = None) -> torch.Tensor:
     """Concatenate every rank's tensor along dim 0, in rank order: [n*k, ...] from [k, ...]."""
     world = dist.get_world_size(group)
     out = tensor.new_empty(tensor.shape[0] * world, *tensor.shape[1:])
-    _label(label)
+    _label(label, fields)
     dist.all_gather_single(out, tensor.contiguous(), group=group)
     return out
 
 
 def reduce_scatter(tensor: torch.Tensor, group=None, label: str | None = None,
-                   op=dist.ReduceOp.SUM) -> torch.Tensor:
+                   op=dist.ReduceOp.SUM, fields: dict | None = None) -> torch.Tensor:
     """Sum across ranks, then keep this rank's 1/n slice of dim 0: [k, ...] from [n*k, ...]."""
     world = dist.get_world_size(group)
     out = tensor.new_empty(tensor.shape[0] // world, *tensor.shape[1:])
-    _label(label)
+    _label(label, fields)
     dist.reduce_scatter_single(out, tensor.contiguous(), op=op, group=group)
     return out
 
 
-def isend(tensor: torch.Tensor, dst: int, group=None, label: str | None = None, tag: int = 0):
+def isend(tensor: torch.Tensor, dst: int, group=None, label: str | None = None, tag: int = 0,
+          fields: dict | None = None):
     """Start sending to rank `dst`; returns the work to `wait()` on."""
-    _label(label)
+    _label(label, fields)
     return dist.isend(tensor, dst=dst, group=group, tag=tag)
 
 
-def recv(tensor: torch.Tensor, src: int, group=None, label: str | None = None, tag: int = 0) -> torch.Tensor:
+def recv(tensor: torch.Tensor, src: int, group=None, label: str | None = None, tag: int = 0,
+         fields: dict | None = None) -> torch.Tensor:
     """Receive from rank `src` into `tensor` (blocking); returns it."""
-    _label(label)
+    _label(label, fields)
     dist.recv(tensor, src=src, group=group, tag=tag)
     return tensor

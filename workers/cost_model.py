@@ -7,6 +7,11 @@ model's prediction for the usual algorithms.
         all_gather, reduce_scatter, all_to_all, scatter, gather    (n−1)/n
         broadcast, reduce, send/recv                               1
 
+    wire bytes: what each rank sends on the links for the algorithm gloo runs, `size × factor` with the
+    same factors (nccl-tests'): all_reduce 2(n−1)/n·size (a ring's reduce-scatter then all-gather),
+    all_gather, reduce_scatter, all_to_all, scatter, gather (n−1)/n·size, broadcast, reduce and send
+    size, a recv 0 (its bytes are counted at the sender), a barrier 0.
+
     α–β model: a message of m bytes costs α + m·β (α: latency per message, β: seconds per byte),
     for the algorithms gloo runs:
         ring all_reduce            2(p−1)·α + 2(p−1)/p · m·β
@@ -35,6 +40,13 @@ def bus_factor(op: str, n: int) -> float:
     if op in ("all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"):
         return (n - 1) / n
     return 1.0
+
+
+def wire_bytes(op: str, n: int, size_bytes: int) -> int:
+    """Bytes each rank sends on the wire for `op` on `n` ranks with nccl-tests' `size_bytes`."""
+    if op in ("recv", "barrier"):
+        return 0
+    return round(size_bytes * bus_factor(op, n))
 
 
 def bandwidths(op: str, n: int, size_bytes: int, seconds: float) -> tuple[float, float]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from workers.channel import EventChannel
+from workers.protocol import Gate as GateEvent
 
 _CALL_FIELDS = ("op", "group", "ranks", "cseq", "peer", "tag", "label", "site", "shape", "bytes")
 
@@ -31,8 +32,7 @@ class Gate:
         if not self.stepping:
             return
         where = {key: call[key] for key in _CALL_FIELDS if call.get(key) is not None}
-        self.channel.send({"kind": "gate", "phase": "waiting", "rank": self.rank, "t": self.clock(),
-                           "call": call["kind"], **where})
+        self.channel.send(GateEvent(phase="waiting", rank=self.rank, t=self.clock(), call=call["kind"], **where).to_dict())
         while True:
             message = self.channel.receive()
             if message is None:   # the server went away: run on rather than wait forever
@@ -41,8 +41,7 @@ class Gate:
             self._apply(message)
             if message.get("release") or not self.stepping:
                 break
-        self.channel.send({"kind": "gate", "phase": "released", "rank": self.rank, "t": self.clock(),
-                           "call": call["kind"], **where})
+        self.channel.send(GateEvent(phase="released", rank=self.rank, t=self.clock(), call=call["kind"], **where).to_dict())
 
     def _apply_pending(self) -> None:
         while (message := self.channel.receive(timeout=0)) is not None:

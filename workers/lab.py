@@ -6,13 +6,18 @@ Passed in explicitly, never global (a rank program's only inputs are `lab` and i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
 
+from workers import protocol
+from workers.protocol import Check, Compute, Metric
 from workers.tracer import Tracer
+
+_METRIC_FIELDS = frozenset(f.name for f in dataclasses.fields(Metric))
 
 
 class Lab:
@@ -66,12 +71,8 @@ class Lab:
 
     def compute_edge(self, phase: str, name: str, stage: int | None = None, microbatch: int | None = None) -> None:
         """One end of a `compute` span, for spans that open and close in different hooks."""
-        event = {"kind": "compute", "rank": self.rank, "name": name, "phase": phase, "t": self._tracer.clock()}
-        if stage is not None:
-            event["stage"] = stage
-        if microbatch is not None:
-            event["microbatch"] = microbatch
-        self._tracer.emit(event)
+        self._tracer.emit(Compute(phase=phase, rank=self.rank, t=self._tracer.clock(), name=name, stage=stage,
+                                  microbatch=microbatch).to_dict())
 
     def check(self, name: str, actual: torch.Tensor, expected: torch.Tensor, detail: str,
               atol: float = 1e-5, rtol: float = 1e-4) -> bool:
@@ -90,28 +91,28 @@ class Lab:
             passed = err <= atol + rtol * scale
             if not passed:
                 differences = _worst(diff, actual, expected)
-        event = {"kind": "check", "rank": self.rank, "t": self._tracer.clock(), "name": name,
-                 "passed": passed, "max_abs_err": err if math.isfinite(err) else str(err),
-                 "atol": atol, "rtol": rtol, "detail": detail}
-        if differences:
-            event["differences"] = differences
+        event = Check(rank=self.rank, t=self._tracer.clock(), name=name, passed=passed,
+                      max_abs_err=err if math.isfinite(err) else str(err), atol=atol, rtol=rtol, detail=detail,
+                      differences=differences or None).to_dict()
         event["tensors"] = self._tracer.previews(
             [actual, expected], [f"{name} (this rank)", f"{name} (reference)"], event)
         self._tracer.emit(event)
         return passed
 
     def emit_event(self, kind: str, **fields) -> None:
-        """Any other event (e.g. a pipeline's ideal `schedule`)."""
-        self._tracer.emit({"kind": kind, "rank": self.rank, "t": self._tracer.clock(), **fields})
+        """Any other event (e.g. a pipeline's ideal `schedule`), built by its kind's constructor in
+        workers/protocol.py (a field it does not have raises a TypeError naming it)."""
+        self._tracer.emit(protocol.event(kind, rank=self.rank, t=self._tracer.clock(), **fields))
 
     def metric(self, name: str, value: float, unit: str = "", formula: str | None = None, **fields) -> None:
         """A number for the page (`formula` says how it is predicted, in the lesson's symbols;
-        `fields` adds related numbers, e.g. the size a timing was taken at)."""
-        event = {"kind": "metric", "rank": self.rank, "t": self._tracer.clock(),
-                 "name": name, "value": value, "unit": unit, **fields}
-        if formula:
-            event["formula"] = formula
-        self._tracer.emit(event)
+        `fields` adds related numbers: `expected` (the formula's value), `psi`, `bytes`… — see the
+        `Metric` event — or any other number, sent as it is)."""
+        named = {key: value for key, value in fields.items() if key in _METRIC_FIELDS}
+        others = {key: value for key, value in fields.items() if key not in _METRIC_FIELDS}
+        event = Metric(rank=self.rank, t=self._tracer.clock(), name=name, value=value, unit=unit,
+                       formula=formula or None, **named).to_dict()
+        self._tracer.emit({**event, **others})
 
 
 def _worst(diff: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor, count: int = 5) -> list[dict]:

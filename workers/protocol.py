@@ -1,4 +1,4 @@
-"""The event protocol (v1) shared by the ranks and the server, without torch.
+"""The event protocol (v2) shared by the ranks and the server, without torch.
 
 An event is one JSON object. Ranks send events as JSON lines over a byte stream (a TCP socket), after
 a hello line that names the run, the rank and the run's token. The server adds `seq` and records it.
@@ -6,19 +6,27 @@ Two other message shapes travel on the same stream and are not events:
 
 - a tensor blob, `{"blob": id, "shape", "dtype", "data": base64 of the little-endian values}`,
   stored so that `GET /api/runs/{id}/tensors/{tid}` can return a full tensor later;
-- a supervisor report, `{"supervisor": "exited", "exits": [{"rank", "code", "signal"}], ...}`.
+- a supervisor report, `{"supervisor": "exited", "exits": [{"rank", "code", "stopped"}], ...}`.
+
+Each event kind has one constructor here, a dataclass (`Collective(...)`, `Metric(...)`, …) whose
+`to_dict()` is what goes on the wire: every producer builds its events through them. The JSON
+Schema (`json_schema()`, served at GET /api/protocol) and the server's check at ingest
+(`problem()`) are generated from the same classes by pydantic. Dataclasses, not pydantic models, on
+the ranks' side: the tracer builds two events per traced call and a dataclass costs about a
+microsecond to build and turn into a dict (see docs/protocol.md).
 
 See docs/protocol.md for every field.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+from typing import Any, Callable, Literal, Union
 
-VERSION = 1
+VERSION = 2
 
-KINDS = ("run", "rank", "collective", "p2p", "compute", "tensor", "gate", "check", "metric", "log", "schedule",
-         "topology")
 RUN_STATUSES = ("queued", "running", "paused", "done", "failed", "cancelled")
 FINAL_STATUSES = ("done", "failed", "cancelled")
 COLLECTIVE_OPS = (
@@ -32,6 +40,11 @@ SERVER_FIELDS_BYTES = 32   # room a rank leaves in each event for the `seq` the 
 PREVIEW_SIDE = 32          # a preview is at most PREVIEW_SIDE x PREVIEW_SIDE values
 MAX_BLOB_ELEMENTS = 1 << 16  # full tensors above this size are not kept
 
+CollectiveOp = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                       "all_to_all", "scatter", "gather", "barrier"]
+Number = Union[float, str]   # a float, or "inf"/"nan" spelled out where JSON has no such number
+Json = Any
+
 
 def encode(message: dict) -> bytes:
     """One message as a JSON line, compact."""
@@ -43,3 +56,308 @@ def decode(line: bytes | str) -> dict:
     if not isinstance(message, dict):
         raise ValueError("a message must be a JSON object")
     return message
+
+
+# ---- the event kinds ---------------------------------------------------------------------------
+EVENT_TYPES: dict[str, type] = {}
+
+
+def _event(cls=None, *, extra: str = "forbid"):
+    """Make `cls` an event constructor: a keyword-only dataclass whose `to_dict()` leaves out the
+    optional fields (those with a default) that are None. `extra`: whether the server accepts fields
+    the class does not name (pydantic's `extra`)."""
+    def make(cls):
+        cls.__pydantic_config__ = {"extra": extra, "strict": True}
+        cls = dataclasses.dataclass(cls, slots=True, kw_only=True)
+        cls.to_dict = _to_dict_for(dataclasses.fields(cls))
+        EVENT_TYPES[cls.__dataclass_fields__["kind"].default] = cls
+        return cls
+    return make(cls) if cls is not None else make
+
+
+def _to_dict_for(fields) -> Callable[[Any], dict]:
+    """`to_dict` written out for one class's fields (the tracer calls it twice per traced call; a loop
+    over the fields with getattr costs three times as much)."""
+    required = [f.name for f in fields if f.default is dataclasses.MISSING or f.name == "kind"]
+    optional = [f.name for f in fields if f.name not in required]
+    lines = ["def to_dict(self):", '    """The event as it goes on the wire."""',
+             "    out = {" + ", ".join(f"{name!r}: self.{name}" for name in required) + "}"]
+    for name in optional:
+        lines += [f"    if self.{name} is not None:", f"        out[{name!r}] = self.{name}"]
+    lines.append("    return out")
+    namespace: dict = {}
+    exec("\n".join(lines), namespace)   # noqa: S102  code built from our own field names only
+    return namespace["to_dict"]
+
+
+class _Base:
+    __slots__ = ()
+
+    def to_dict(self) -> dict:   # replaced per class by _event
+        raise NotImplementedError
+
+
+@_event
+class Run(_Base):
+    """The server's own event: the run's status (rank null)."""
+    kind: Literal["run"] = "run"
+    rank: None = None
+    t: float
+    status: Literal["queued", "running", "paused", "done", "failed", "cancelled"]
+    position: int | None = None
+    backend: str | None = None
+    stepping: bool | None = None
+    error: dict[str, Json] | None = None
+
+
+@_event
+class Rank(_Base):
+    """A rank came to the end of its program."""
+    kind: Literal["rank"] = "rank"
+    rank: int
+    t: float
+    status: Literal["finished"]
+
+
+@_event
+class Collective(_Base):
+    """One end of a traced collective call."""
+    kind: Literal["collective"] = "collective"
+    phase: Literal["begin", "end"]
+    rank: int
+    t: float
+    op: CollectiveOp
+    group: str
+    ranks: list[int]
+    cseq: int
+    shape: list[int]
+    dtype: str | None
+    bytes: int
+    wire_bytes: int
+    site: str | None
+    reduce_op: str | None = None
+    root: int | None = None
+    label: str | None = None
+    bucket: int | None = None
+    tensors: list[dict[str, Json]] | None = None
+    t_call: float | None = None
+    duration: float | None = None
+    algbw: float | None = None
+    busbw: float | None = None
+    error: str | None = None
+
+
+@_event
+class P2P(_Base):
+    """One end of a traced send or receive."""
+    kind: Literal["p2p"] = "p2p"
+    phase: Literal["begin", "end"]
+    rank: int
+    t: float
+    op: Literal["send", "recv"]
+    group: str
+    ranks: list[int]
+    peer: int | None
+    tag: int
+    shape: list[int]
+    dtype: str | None
+    bytes: int
+    wire_bytes: int
+    site: str | None
+    label: str | None = None
+    chunk: int | None = None
+    tensors: list[dict[str, Json]] | None = None
+    t_call: float | None = None
+    duration: float | None = None
+    algbw: float | None = None
+    busbw: float | None = None
+    error: str | None = None
+
+
+@_event
+class Compute(_Base):
+    """One end of a local computation's span."""
+    kind: Literal["compute"] = "compute"
+    phase: Literal["begin", "end"]
+    rank: int
+    t: float
+    name: str
+    stage: int | None = None
+    microbatch: int | None = None
+
+
+@_event
+class Tensor(_Base):
+    """A named tensor outside any collective."""
+    kind: Literal["tensor"] = "tensor"
+    rank: int
+    t: float
+    name: str
+    tensor: dict[str, Json] | None = None
+    place: dict[str, Json] | None = None
+    origin: list[list[int]] | None = None
+
+
+@_event
+class Gate(_Base):
+    """Step mode: a rank waits before a call, or was released into it."""
+    kind: Literal["gate"] = "gate"
+    phase: Literal["waiting", "released"]
+    rank: int
+    t: float
+    call: Literal["collective", "p2p"]
+    op: str | None = None
+    group: str | None = None
+    ranks: list[int] | None = None
+    cseq: int | None = None
+    peer: int | None = None
+    tag: int | None = None
+    label: str | None = None
+    site: str | None = None
+    shape: list[int] | None = None
+    bytes: int | None = None
+
+
+@_event
+class Check(_Base):
+    """A comparison with the single-process reference (or a judge's check of what a program did)."""
+    kind: Literal["check"] = "check"
+    rank: int
+    t: float
+    name: str
+    passed: bool
+    detail: str
+    max_abs_err: Number | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    differences: list[dict[str, Json]] | None = None
+    expected: list[Json] | None = None
+    performed: list[Json] | None = None
+    tensors: list[dict[str, Json]] | None = None
+
+
+@_event(extra="ignore")
+class Metric(_Base):
+    """A number for the page, with the formula that predicts it."""
+    kind: Literal["metric"] = "metric"
+    rank: int
+    t: float
+    name: str
+    value: Number
+    unit: str
+    formula: str | None = None
+    expected: float | None = None
+    psi: int | None = None
+    bytes: int | None = None
+    algbw: float | None = None
+    busbw: float | None = None
+    predicted: float | None = None
+    elements_sent: int | None = None
+
+
+@_event
+class Log(_Base):
+    """A message from a rank; an error has where it was raised."""
+    kind: Literal["log"] = "log"
+    rank: int
+    t: float
+    level: str
+    message: str
+    site: str | None = None
+    traceback: str | None = None
+    output: str | None = None          # level "output" (the server's): the tail of what the rank printed
+    output_bytes: int | None = None    # how much it printed in all
+    dropped_bytes: int | None = None   # how much of that is not kept
+
+
+@_event
+class Schedule(_Base):
+    """pp: the ideal grid of the schedule the run follows (rank 0)."""
+    kind: Literal["schedule"] = "schedule"
+    rank: int
+    t: float
+    schedule: str
+    grid: list[Json]
+    notes: list[Json] | str | None = None
+    placement: list[Json] | None = None
+    bubble_fraction: float | None = None
+    slow_stage: int | None = None
+    slow_factor: float | None = None
+
+
+@_event
+class Topology(_Base):
+    """three_d: the rank grid (rank 0)."""
+    kind: Literal["topology"] = "topology"
+    rank: int
+    t: float
+    tp: int
+    pp: int
+    dp: int
+    groups: dict[str, list[list[int]]]
+    coordinates: list[list[int]]
+
+
+KINDS = tuple(EVENT_TYPES)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class SupervisorReport:
+    """Not an event: the supervisor's word, when every rank has ended, on how each ended (`exits`:
+    `{rank, code, stopped}`; `code` < 0 is a signal) and whether the wall-clock limit was passed."""
+    exits: list[dict[str, Json]]
+    timed_out: bool
+    output: list[dict[str, Json]] | None = None   # per rank that printed: {rank, bytes, tail}
+
+    def to_dict(self) -> dict:
+        return {"supervisor": "exited", "exits": self.exits, "timed_out": self.timed_out, "output": self.output or []}
+
+
+def event(kind: str, **fields) -> dict:
+    """The event of `kind` with `fields`, checked by its constructor, as a dict."""
+    if kind not in EVENT_TYPES:
+        raise ValueError(f"unknown event kind {kind!r}: the kinds are {', '.join(KINDS)}")
+    return EVENT_TYPES[kind](**fields).to_dict()
+
+
+# ---- schema and validation (pydantic, built on first use) ---------------------------------------
+@functools.cache
+def _adapter():
+    from typing import Annotated
+
+    from pydantic import Field, TypeAdapter
+    return TypeAdapter(Annotated[Union[tuple(EVENT_TYPES.values())], Field(discriminator="kind")])
+
+
+def json_schema() -> dict:
+    """Protocol v2's JSON Schema: one definition per event kind, `kind` telling them apart."""
+    schema = _adapter().json_schema()
+    for definition in schema["$defs"].values():
+        if "kind" in definition.get("properties", {}):   # the discriminator: always there
+            definition["required"] = ["kind", *definition.get("required", [])]
+    schema["title"] = f"paralab event protocol v{VERSION}"
+    schema["description"] = ("One event, as a rank sends it; the server adds `seq` (run-wide order, 1, 2, 3, …) "
+                             "when it records it.")
+    return schema
+
+
+def problem(message: dict) -> str | None:
+    """What is wrong with an event a rank sent, naming the field, as "rank N sent …" goes on
+    ("a collective event whose field `bytes` …"); None when it is well formed."""
+    from pydantic import ValidationError
+    if "seq" in message:
+        return "an event with the field `seq`, which is the server's to assign"
+    try:
+        _adapter().validate_json(json.dumps(message, allow_nan=True))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        kind = message.get("kind")
+        where = ".".join(str(part) for part in error["loc"][1:])
+        if not where:
+            return f"an event whose field `kind` is {kind!r}, not one of the kinds ({', '.join(KINDS)})"
+        if error["type"] == "unexpected_keyword_argument":
+            return f"a {kind} event with the field `{where}`, which a {kind} event does not have"
+        if error["type"] == "missing":
+            return f"a {kind} event without the field `{where}`"
+        return f"a {kind} event whose field `{where}` is wrong: {error['msg']}"
+    return None

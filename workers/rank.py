@@ -21,6 +21,7 @@ from workers.gate import Gate
 from workers.lab import Lab
 from workers.launch_request import LaunchRequest
 from workers.lessons import LESSONS
+from workers.protocol import Log, Rank
 from workers.tracer import Tracer
 
 
@@ -51,7 +52,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
             tracer.install()
             comm.use_tracer(tracer)
         program.run(Lab(tracer, rank, request.world_size, device), params)
-        channel.send({"kind": "rank", "rank": rank, "t": clock(), "status": "finished"})
+        channel.send(Rank(rank=rank, t=clock(), status="finished").to_dict())
         tracer.uninstall()
         _wait_for_everyone(store, rank, request.world_size)
         dist.destroy_process_group()
@@ -78,11 +79,8 @@ def _error_event(rank: int, t: float, exc: BaseException) -> dict:
     if lesson_frames:
         last = lesson_frames[-1]
         site = f"{_relative(last.filename)}:{last.lineno}"
-    return {
-        "kind": "log", "level": "error", "rank": rank, "t": t,
-        "message": f"{type(exc).__name__}: {exc}", "site": site,
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:],
-    }
+    return Log(level="error", rank=rank, t=t, message=f"{type(exc).__name__}: {exc}", site=site,
+               traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:]).to_dict()
 
 
 def _relative(filename: str) -> str:

@@ -18,6 +18,7 @@ import threading
 
 from workers.channel import EventChannel
 from workers.launch_request import LaunchRequest
+from workers.protocol import SupervisorReport
 
 _PR_SET_PDEATHSIG = 1
 
@@ -106,7 +107,7 @@ def finish(request: LaunchRequest, ranks: dict[int, int], workdir: str,
     try:
         output = [tail for rank, out in sorted((outputs or {}).items()) if (tail := out.report(rank))]
         channel = EventChannel(request.events_address, request.run_id, request.token, None)
-        channel.send({"supervisor": "exited", "exits": exits, "timed_out": timed_out, "output": output})
+        channel.send(SupervisorReport(exits=exits, timed_out=timed_out, output=output).to_dict())
         channel.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -24,8 +24,8 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from workers import preview as previews
-from workers.cost_model import bandwidths
-from workers.protocol import MAX_EVENT_BYTES, PREVIEW_SIDE, SERVER_FIELDS_BYTES, encode
+from workers.cost_model import bandwidths, wire_bytes
+from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Tensor, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py")}
@@ -139,9 +139,11 @@ class Tracer:
             self._group_names[pg] = "world" if pg is c10d._get_default_group() else f"group{len(self._group_names)}"
         return self._group_names[pg]
 
-    def set_label(self, label: str | None) -> None:
-        """The teaching label for the next traced call on this thread (used by `workers.comm`)."""
+    def set_label(self, label: str | None, fields: dict | None = None) -> None:
+        """The teaching label for the next traced call on this thread (used by `workers.comm`), and
+        `fields` its event carries besides (`bucket`, `chunk`: see workers/protocol.py)."""
         self._local.label = label
+        self._local.fields = fields
 
     @staticmethod
     def _resolve(group: Any) -> Any:
@@ -169,7 +171,7 @@ class Tracer:
 
     def snapshot(self, name: str, tensor: torch.Tensor, **fields) -> None:
         """A `tensor` event: a named tensor outside any collective (`fields` adds e.g. `place`)."""
-        event = {"kind": "tensor", "rank": self.rank, "t": self.clock(), "name": name, **fields}
+        event = Tensor(rank=self.rank, t=self.clock(), name=name, **fields).to_dict()
         event["tensor"] = self.previews([tensor], [name], event)[0]
         self.emit(event)
 
@@ -203,19 +205,22 @@ class Tracer:
             event = tracer._begin_event(spec, call, caller=sys._getframe(1))
             tracer._local.inside = True
             try:
+                t_call = tracer.clock()   # the call alone is timed: previews are made before and after
                 result = original(*args, **kwargs)
+                t_return = tracer.clock()
             except BaseException as exc:
-                tracer._end(event, spec, call, error=exc)
+                tracer._end(event, spec, call, t_call, tracer.clock(), error=exc)
                 raise
             finally:
                 tracer._local.inside = False
             if name in ASYNC_ALWAYS or call.get("async_op"):
                 if result is None:   # this rank is not in the group
                     return result
-                return TracedWork(result, lambda: tracer._end(tracer._learn_source(event, spec, call, result), spec, call))
+                return TracedWork(result, lambda: tracer._end(tracer._learn_source(event, spec, call, result), spec,
+                                                              call, t_call))
             if spec.op == "recv" and event.get("peer") is None and isinstance(result, int):
                 event["peer"] = result
-            tracer._end(event, spec, call)
+            tracer._end(event, spec, call, t_call, t_return)
             return result
 
         traced.__wrapped__ = original
@@ -237,16 +242,17 @@ class Tracer:
                 begun.append((tracer._begin_event(spec, call, caller), spec, call))
             tracer._local.inside = True
             try:
+                t_call = tracer.clock()
                 works = original(p2p_op_list)
             finally:
                 tracer._local.inside = False
             if len(works) != len(begun):   # coalesced backends return one work for the whole batch
                 def finish_all():
                     for event, spec, call in begun:
-                        tracer._end(event, spec, call)
+                        tracer._end(event, spec, call, t_call)
                 return [TracedWork(w, finish_all if i == len(works) - 1 else (lambda: None))
                         for i, w in enumerate(works)]
-            return [TracedWork(w, (lambda b=b: tracer._end(*b))) for w, b in zip(works, begun)]
+            return [TracedWork(w, (lambda b=b: tracer._end(*b, t_call))) for w, b in zip(works, begun)]
 
         batch_isend_irecv.__wrapped__ = original
         return batch_isend_irecv
@@ -259,39 +265,42 @@ class Tracer:
         outputs = [t for name in spec.outputs for t in _tensors(call.get(name))]
         sized = outputs if spec.size_from == "outputs" else inputs
         primary = (inputs or outputs or [None])[0]
-        event = {
-            "kind": spec.kind, "phase": "begin", "rank": self.rank, "t": 0.0, "op": spec.op,
-            "group": group_name, "ranks": dist.get_process_group_ranks(self._resolve(group)),
-            "shape": list(primary.shape) if primary is not None else [],
-            "dtype": str(primary.dtype).removeprefix("torch.") if primary is not None else None,
-            "bytes": _nbytes(sized) if spec.op != "all_to_all" else _nbytes(inputs),
-            "site": self._site(caller),
-        }
+        ranks = dist.get_process_group_ranks(self._resolve(group))
+        size = _nbytes(sized) if spec.op != "all_to_all" else _nbytes(inputs)
         if spec.op in ("scatter", "gather"):   # nccl-tests' size: every rank's chunk together, on every rank
-            event["bytes"] = _nbytes(_tensors(call.get("tensor"))) * len(event["ranks"])
+            size = _nbytes(_tensors(call.get("tensor"))) * len(ranks)
+        common = dict(
+            phase="begin", rank=self.rank, t=0.0, op=spec.op, group=group_name, ranks=ranks,
+            shape=list(primary.shape) if primary is not None else [],
+            dtype=str(primary.dtype).removeprefix("torch.") if primary is not None else None,
+            bytes=size, wire_bytes=wire_bytes(spec.op, len(ranks), size), site=self._site(caller),
+            label=getattr(self._local, "label", None) or None, **(getattr(self._local, "fields", None) or {}))
+        self._local.label = self._local.fields = None
         if spec.kind == "collective":
             self._cseq[group_name] += 1
-            event["cseq"] = self._cseq[group_name]
-            if "op" in call:
-                event["reduce_op"] = _reduce_op_name(call["op"])
+            event = Collective(cseq=self._cseq[group_name], root=self._root(spec, call),
+                               reduce_op=_reduce_op_name(call["op"]) if "op" in call else None, **common).to_dict()
         else:
-            event["peer"] = call.get(spec.peer)
+            peer = call.get(spec.peer)
             group_peer = call.get(f"group_{spec.peer}")   # group_dst / group_src: the peer by its rank
-            if event["peer"] is None and group_peer is not None:   # in `group` (torch's pipelining)
-                event["peer"] = dist.get_global_rank(self._resolve(group), group_peer)
-            event["tag"] = call.get("tag", 0)
-        if spec.root:
-            event["root"] = call.get(spec.root)
-        label = getattr(self._local, "label", None)
-        if label:
-            event["label"] = label
-            self._local.label = None
+            if peer is None and group_peer is not None:    # in `group` (torch's pipelining)
+                peer = dist.get_global_rank(self._resolve(group), group_peer)
+            event = P2P(peer=peer, tag=call.get("tag", 0), **common).to_dict()
         if self.before_call is not None:
             self.before_call(event)
         event["t"] = self.clock()
         event["tensors"] = self.previews(inputs, _names(spec.inputs, inputs), event)
         self.emit(event)
         return event
+
+    def _root(self, spec: OpSpec, call: dict) -> int | None:
+        """The root's global rank (given as `src`/`dst`, or by its rank in the group: `group_src`)."""
+        if spec.root is None:
+            return None
+        root, group_root = call.get(spec.root), call.get(f"group_{spec.root}")
+        if root is None and group_root is not None:
+            root = dist.get_global_rank(self._resolve(call.get("group")), group_root)
+        return root
 
     def _learn_source(self, event: dict, spec: OpSpec, call: dict, work) -> dict:
         """A receive from any source learns its peer (a global rank) when it completes."""
@@ -302,17 +311,20 @@ class Tracer:
                 pass
         return event
 
-    def _end(self, begin: dict, spec: OpSpec, call: dict, error: BaseException | None = None) -> None:
+    def _end(self, begin: dict, spec: OpSpec, call: dict, t_call: float, t_return: float | None = None,
+             error: BaseException | None = None) -> None:
+        """The call's `end` event. `t_call`…`t_return` (now, when None: a work waited on) is the
+        original call alone, which `duration` and the bandwidths are taken from."""
+        t_return = self.clock() if t_return is None else t_return
         outputs = [t for name in spec.outputs for t in _tensors(call.get(name))]
-        event = {key: begin[key] for key in ("kind", "rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer",
-                                             "tag", "shape", "dtype", "bytes", "label", "site") if key in begin}
-        event.update(phase="end", t=self.clock())
-        event["duration"] = event["t"] - begin["t"]
-        if error is None and event.get("bytes"):
-            event["algbw"], event["busbw"] = bandwidths(spec.op, len(begin["ranks"]), event["bytes"], event["duration"])
+        fields = {key: begin[key] for key in _END_FIELDS if key in begin}
+        fields.update(phase="end", t=t_return, t_call=t_call, duration=t_return - t_call)
+        if error is None and begin["bytes"]:
+            fields["algbw"], fields["busbw"] = bandwidths(spec.op, len(begin["ranks"]), begin["bytes"], fields["duration"])
         if error is not None:
-            event["error"] = f"{type(error).__name__}: {error}"
-        else:
+            fields["error"] = f"{type(error).__name__}: {error}"
+        event = (Collective if spec.kind == "collective" else P2P)(**fields).to_dict()
+        if error is None:
             event["tensors"] = self.previews(outputs, _names(spec.outputs, outputs), event)
         self.emit(event)
 
@@ -347,6 +359,10 @@ class Tracer:
                 return f"{path}:{frame.f_lineno}"
             frame = frame.f_back
         return None
+
+
+_END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
+               "bytes", "wire_bytes", "label", "bucket", "chunk", "site")
 
 
 def _names(arguments: tuple[str, ...], tensors: list) -> list[str]:

@@ -196,7 +196,8 @@ def report_point(lab, op, world, size_bytes, seconds, fit, round_trip=False):
     algbw, busbw = bandwidths(op, world, moved, seconds)
     predicted = predict("send" if round_trip else op, world, size_bytes, fit.alpha, fit.beta) * (2 if round_trip else 1)
     extra = {"round_trip": True} if round_trip else {}
-    lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw, predicted=predicted, **extra)
+    lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw, predicted=predicted, **extra,
+               formula="measured; predicted by the α–β model (see workers/cost_model.py)")
 
 
 def time_barrier(lab, world, fit):

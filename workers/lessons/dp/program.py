@@ -61,7 +61,7 @@ class BucketedGradientSync:
         self.ready[b] += 1
         if self.ready[b] == len(self.buckets[b]):              # the bucket is complete: send it now
             flat = torch.cat([p.grad.flatten() for p in self.buckets[b]])
-            work = comm.all_reduce_start(flat, label=f"bucket {b}: {flat.numel()} gradient elements")
+            work = comm.all_reduce_start(flat, label=f"bucket {b}: {flat.numel()} gradient elements", fields={"bucket": b})
             self.launched.append((work, b, flat))
 
     def finish(self):

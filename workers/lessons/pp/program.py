@@ -79,7 +79,8 @@ class StageTiming:
         self.bytes_alive += nbytes
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         self.peak_bytes = max(self.peak_bytes, self.bytes_alive)
-        self.lab.metric("activations_in_flight", self.in_flight, "microbatches", bytes=self.bytes_alive)
+        self.lab.metric("activations_in_flight", self.in_flight, "microbatches", bytes=self.bytes_alive,
+                        formula="microbatches whose forward ran here and whose backward has not")
 
 
 def run(lab, p):
@@ -91,7 +92,8 @@ def run(lab, p):
     if rank == 0:
         ideal = schedules.ideal(p.schedule, world, p.microbatches, v)
         lab.emit_event("schedule", schedule=p.schedule, grid=ideal["grid"], notes=ideal["notes"],
-                       placement=placement, bubble_fraction=ideal["bubble_fraction"])
+                       placement=placement, bubble_fraction=ideal["bubble_fraction"],
+                       slow_stage=p.slow_stage, slow_factor=SLOW_FACTOR if p.slow_stage is not None else None)
         lab.metric("bubble_fraction_ideal", ideal["bubble_fraction"], "",
                    formula="idle slots of the ideal grid; (p − 1)/(m + p − 1) for GPipe and 1F1B")
 

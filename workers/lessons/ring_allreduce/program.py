@@ -30,10 +30,11 @@ class Tally:
         self.steps, self.elements_sent = 0, 0
 
 
-def exchange(send, receive_into, to, frm, label, tally):
-    """Send `send` to rank `to` while receiving from rank `frm` (isend first: both sides can't block)."""
-    work = comm.isend(send, dst=to, label=label)
-    comm.recv(receive_into, src=frm, label=label)
+def exchange(send, receive_into, to, frm, label, tally, chunks=(None, None)):
+    """Send `send` to rank `to` while receiving from rank `frm` (isend first: both sides can't block);
+    `chunks`: which chunk goes out and which comes in, for the page."""
+    work = comm.isend(send, dst=to, label=label, fields={"chunk": chunks[0]})
+    comm.recv(receive_into, src=frm, label=label, fields={"chunk": chunks[1]})
     work.wait()
     tally.steps += 1
     tally.elements_sent += send.numel()
@@ -48,14 +49,14 @@ def ring_all_reduce(lab, x, tally):
         out, into = (r - step) % p, (r - step - 1) % p
         with lab.compute(f"reduce-scatter step {step + 1}"):
             exchange(chunks[out], incoming, right, left,
-                     f"reduce-scatter step {step + 1}: send chunk {out}, add the received chunk {into}", tally)
+                     f"reduce-scatter step {step + 1}: send chunk {out}, add the received chunk {into}", tally, (out, into))
             chunks[into] += incoming
         lab.show(f"ring buffer after reduce-scatter step {step + 1}", x)
     for step in range(p - 1):                            # 2. all-gather
         out, into = (r + 1 - step) % p, (r - step) % p
         with lab.compute(f"all-gather step {step + 1}"):
             exchange(chunks[out], chunks[into], right, left,
-                     f"all-gather step {step + 1}: pass on finished chunk {out}, receive chunk {into}", tally)
+                     f"all-gather step {step + 1}: pass on finished chunk {out}, receive chunk {into}", tally, (out, into))
         lab.show(f"ring buffer after all-gather step {step + 1}", x)
     return x
 

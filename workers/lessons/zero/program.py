@@ -163,11 +163,11 @@ def run(lab, p):
                 3: (P * psi / world, G * psi / world, K * psi / world)}[p.stage]
     for name, measured, formula in zip(("parameters", "gradients", "optimizer state"),
                                        (nbytes(held_params), nbytes(held_grads), nbytes(state)), formulas):
-        lab.metric(f"memory_{name.replace(' ', '_')}", measured, "bytes", expected=formula,
+        lab.metric(f"memory_{name.replace(' ', '_')}", measured, "bytes", expected=formula, psi=psi,
                    formula={"parameters": "PΨ" if p.stage < 3 else "PΨ/N",
                             "gradients": "GΨ" if p.stage < 2 else "GΨ/N",
                             "optimizer state": "KΨ/N"}[name] + f"  (Ψ={psi}, N={world}, P=G=4, K=8)")
-    lab.metric("comm_elements_per_step", Traffic.elements / p.steps, "elements",
+    lab.metric("comm_elements_per_step", Traffic.elements / p.steps, "elements", psi=psi,
                expected=(2 if p.stage < 3 else 3) * psi, formula="2Ψ (stages 1, 2); 3Ψ (stage 3)")
 
     ref_optimizer = torch.optim.Adam(reference.parameters(), lr=LR)
