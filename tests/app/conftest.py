@@ -18,21 +18,30 @@ def limited_server(tmp_path_factory) -> LiveServer:
 
 # Every lesson at 2 and 4 ranks, plus the variants whose logs are the busiest: run once per session and
 # shared by the tests that check a property of every lesson's log (causal order, the protocol).
-EVERY_LESSON_EXTRA = [("tp_mlp", 4, {"mistake": "swap_f_g"}), ("zero", 4, {"stage": 2}), ("zero", 4, {"stage": 3}),
-                      ("dp", 4, {"bucketed": True}), ("collectives", 4, {"op": "broadcast"}),
-                      ("collectives", 4, {"op": "reduce"}), ("collectives", 4, {"op": "gather"}),
-                      ("collectives", 4, {"op": "scatter"}), ("collectives", 4, {"op": "send_recv"})]
-PARAMS = {("deadlock", 2): {"timeout_s": 2}, ("deadlock", 4): {"timeout_s": 2},
-          ("three_d", 2): {"tp": 2, "pp": 1, "dp": 1}, ("three_d", 4): {"tp": 2, "pp": 1, "dp": 2}}
+EVERY_LESSON_PARAMS = {   # default parameters, except where they do not fit the world size or would wait long
+    ("three_d", 2): {"tp": 2, "pp": 1, "dp": 1},
+    ("three_d", 4): {"tp": 1, "pp": 2, "dp": 2},
+    ("deadlock", 2): {"timeout_s": 1},
+    ("deadlock", 4): {"timeout_s": 1},
+    ("dp", 4): {"bucketed": True},
+    ("pp", 4): {"slow_stage": 1},
+}
+EVERY_LESSON_VARIANTS = [("tp_mlp", 4, {"mistake": "swap_f_g"}), ("zero", 4, {"stage": 2}), ("zero", 4, {"stage": 3}),
+                         ("collectives", 4, {"op": "broadcast"}), ("collectives", 4, {"op": "reduce"}),
+                         ("collectives", 4, {"op": "gather"}), ("collectives", 4, {"op": "scatter"}),
+                         ("collectives", 4, {"op": "send_recv"})]
 
 
 @pytest.fixture(scope="session")
 def every_lesson_logs(server) -> list[dict]:
-    """[{"spec": (lesson, world, params), "run", "events"}] for every lesson at 2 and 4 ranks."""
+    """[{"spec": (lesson, world, params), "variant": bool, "run", "events"}]: every lesson of the
+    repository at 2 and 4 ranks, then the variants."""
     from tests.app.helpers import run_all
-    from workers.lessons import LESSONS
+    from workers.lessons import LESSONS, LESSONS_DIR
 
-    specs = [(lesson.id, world, dict(PARAMS.get((lesson.id, world), {})))
-             for lesson in LESSONS.values() for world in (2, 4) if world in lesson.world_sizes] + EVERY_LESSON_EXTRA
-    results = run_all(server, specs, in_flight=4, timeout=300)
-    return [{"spec": spec, **result} for spec, result in zip(specs, results)]
+    own = [lesson for lesson in LESSONS.values() if lesson.dir.parent == LESSONS_DIR]
+    base = [(lesson.id, world, dict(EVERY_LESSON_PARAMS.get((lesson.id, world), {})))
+            for lesson in own for world in (2, 4) if world in lesson.world_sizes]
+    results = run_all(server, base + EVERY_LESSON_VARIANTS, in_flight=4, timeout=300)
+    return [{"spec": spec, "variant": i >= len(base), **result}
+            for i, (spec, result) in enumerate(zip(base + EVERY_LESSON_VARIANTS, results))]

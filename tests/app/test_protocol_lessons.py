@@ -6,28 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.helpers import events
 from workers.lessons import LESSONS, LESSONS_DIR
 from workers.protocol import problem
 
-PARAMS = {   # default parameters, except where they do not fit the world size or would wait long
-    ("three_d", 2): {"tp": 2, "pp": 1, "dp": 1},
-    ("three_d", 4): {"tp": 1, "pp": 2, "dp": 2},
-    ("deadlock", 2): {"timeout_s": 1},
-    ("deadlock", 4): {"timeout_s": 1},
-    ("dp", 4): {"bucketed": True},
-    ("pp", 4): {"slow_stage": 1},
-}
 EXPECTED_STATUS = {"deadlock": "failed"}   # it hangs on purpose
 OWN_LESSONS = [lesson_id for lesson_id, lesson in LESSONS.items() if lesson.dir.parent == LESSONS_DIR]
 
 
 @pytest.fixture(scope="module")
-def lesson_runs(server) -> dict[tuple[str, int], tuple[dict, list[dict]]]:
-    """Every lesson at 2 and 4 ranks, started together: (its run, its recorded events)."""
-    started = {(lesson, world): server.start_run(lesson, world, PARAMS.get((lesson, world), {}))["id"]
-               for world in (2, 4) for lesson in OWN_LESSONS}
-    return {key: (server.wait_run(run_id, timeout=300), events(server, run_id)) for key, run_id in started.items()}
+def lesson_runs(every_lesson_logs) -> dict[tuple[str, int], tuple[dict, list[dict]]]:
+    """Every lesson at 2 and 4 ranks (the session's shared runs): (its run, its recorded events)."""
+    return {entry["spec"][:2]: (entry["run"], entry["events"]) for entry in every_lesson_logs if not entry["variant"]}
 
 
 @pytest.mark.parametrize("world", [2, 4])
