@@ -94,6 +94,9 @@ export const ZH = {
   // empty states of the views
   "No collective yet at this step. Step forward (→) to reach one.": "这一步还没有集合通信。按 → 前进。",
   "No tensors shown yet at this step.": "这一步还没有张量。",
+  "No send/recv yet at this step.": "这一步还没有 send/recv。",
+  "No tensor has come through the call yet at this step.": "这一步还没有张量经过这次调用。",
+  "No numbers yet at this step.": "这一步还没有数值。",
   "Nothing communicated yet at this step.": "这一步还没有通信。",
   "No checks yet at this step: each rank compares its numbers with the single-process reference at the end.":
     "这一步还没有校验：最后每个 rank 会把结果与单进程参考对比。",

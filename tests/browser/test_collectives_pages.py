@@ -141,8 +141,9 @@ def test_sweep_draws_measured_against_predicted(page: Page, server):
     expect(panel.locator(".sweep-table tbody tr")).to_have_count(len(points))
     expect(panel.locator(".cost-formula")).to_contain_text("(p−1)·α + (p−1)/p · m·β")
     expect(panel.locator(".cost-fit")).to_contain_text("α = ")
-    page.keyboard.press("Home")                             # before the sweep, no chart
-    expect(panel).to_be_hidden()
+    page.keyboard.press("Home")                             # before the sweep, no chart (the panel stays: the log has one)
+    expect(panel.locator("svg.sweep-chart")).to_have_count(0)
+    expect(panel).to_contain_text("No sweep points yet at this step.")
 
 
 def test_ring_steps_show_chunks_moving_between_neighbours(page: Page, server):

@@ -9,6 +9,9 @@ import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize, modelFormula } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
 
+/** Metrics this view shows (the numbers panel leaves them out). */
+export const COST_METRICS = ["cost_sweep", "alpha", "beta"];
+
 const MEASURED = "#0f172a";
 const PREDICTED = "#ea580c";
 
@@ -71,8 +74,8 @@ export function renderCost(container, state, { runId, worldSize }) {
   const alpha = state.metrics.get("alpha");
   const beta = state.metrics.get("beta");
   if (!points.length && !alpha) {
-    changed(container, "none");
-    return false;
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No sweep points yet at this step."));
+    return true;
   }
   const rem = remPx();
   const width = Math.max(320, Math.min(sizeOf(container).width || 640, 46 * rem));

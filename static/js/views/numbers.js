@@ -6,13 +6,6 @@
 import { changed, fill, h } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
-import { PIPELINE_METRICS } from "paralab/views/pipeline.js";
-import { MEMORY_METRICS } from "paralab/views/memory.js";
-import { TOPOLOGY_METRICS } from "paralab/views/topology.js";
-
-/** Metrics other panels draw. */
-const SHOWN_ELSEWHERE = new Set(["cost_sweep", "alpha", "beta", "block_comm_bytes_expected", "steps_ring",
-  "steps_recursive_doubling", ...PIPELINE_METRICS, ...MEMORY_METRICS, ...TOPOLOGY_METRICS]);
 
 /** What a metric means, in words, where its name alone does not say. */
 const MEANING = {
@@ -31,9 +24,13 @@ function title(name) {
   return name.replace(/_/g, " ").replace(/^kv /, "KV ").replace(/^./, (c) => c.toUpperCase());
 }
 
-export function renderNumbers(container, state, { runId, worldSize, params }) {
-  const metrics = [...state.metrics.values()].filter((e) => !SHOWN_ELSEWHERE.has(e.name));
-  if (!metrics.length) return false;
+/** ctx.claimed: the metric names other views draw (views/registry.js). */
+export function renderNumbers(container, state, { runId, worldSize, params, claimed = new Set() }) {
+  const metrics = [...state.metrics.values()].filter((e) => !claimed.has(e.name));
+  if (!metrics.length) {
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No numbers yet at this step."));
+    return true;
+  }
   const key = [runId, ...metrics.map((e) => e.seq)].join(",");
   if (!changed(container, key)) return true;
   fill(container, h("div", { class: "number-cards" }, metrics.map((e) => {

@@ -352,7 +352,8 @@ function kindLegend(kinds, v, anyP2p) {
 }
 
 /** Draw the pipeline panel; returns false when the run has nothing pipeline-like to show. */
-export function renderPipeline(container, state, { runId, params }) {
+/** ctx.contents: what the whole log holds (a run with no `schedule` event has no ideal grid to wait for). */
+export function renderPipeline(container, state, { runId, params, contents }) {
   const hasCompute = state.ranks.some((rs) => rs.spans.some((sp) => sp.kind === "compute"));
   if (!state.schedule && !hasCompute) {
     changed(container, "none");
@@ -385,7 +386,9 @@ export function renderPipeline(container, state, { runId, params }) {
       : [keep(["no-compute"], () => h("p", { class: "empty" }, "No stage has computed yet at this step."))]),
     state.schedule
       ? showProgress(keep(["ideal", runId, state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
-      : keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event.")),
+      : contents?.kinds.has("schedule")
+        ? keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event."))
+        : null,
     morph(keep(["numbers"], () => h("div", { class: "pipeline-numbers" })),
       bubbleMeter(state, { schedule, p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage: params?.slow_stage }),
       peakTable(state, { schedule, p, m })),

@@ -12,11 +12,14 @@
  * step 1"), else its input — the all-gather phase goes on from the reduce-scatter's buffer.
  */
 
-import { cacheOf, changed, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
+import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
 import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
 import { cellValue } from "paralab/views/heatmap.js";
+
+/** Metrics this view shows (the numbers panel leaves them out). */
+export const RING_METRICS = ["steps_ring", "steps_recursive_doubling"];
 
 const CONTINUES = { "all-gather": "reduce-scatter" };   // a phase that works on the previous phase's buffer
 const INPUT_NAMES = ["input", "before"];
@@ -85,9 +88,13 @@ function show(v) {
 
 export function renderRing(container, state, { runId, worldSize }) {
   const gated = gatedCalls(state);
-  if ((!state.p2p.length && !gated.length) || hasOrigins(state)) {
+  if (hasOrigins(state)) {
     changed(container, "none");
     return false;
+  }
+  if (!state.p2p.length && !gated.length) {
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
+    return true;
   }
   const steps = [];
   for (const sp of [...state.p2p, ...gated]) {
