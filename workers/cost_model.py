@@ -50,6 +50,26 @@ def predict(op: str, p: int, size_bytes: int, alpha: float, beta: float) -> floa
     return alpha + size_bytes * beta   # send / recv
 
 
+def model_formula(op: str, p: int) -> tuple[str, str]:
+    """The α–β model of `op` on `p` ranks in words: (algorithm, "T(m) = general = with p filled in")."""
+    steps = max(math.ceil(math.log2(p)), 1) if p > 1 else 0
+    if op == "all_reduce":
+        return "ring all-reduce", f"T(m) = 2(p−1)·α + 2(p−1)/p · m·β = {2 * (p - 1)}·α + {_fraction(2 * (p - 1), p)} · m·β"
+    if op in ("all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"):
+        return f"ring {op.replace('_', '-')}", f"T(m) = (p−1)·α + (p−1)/p · m·β = {p - 1}·α + {_fraction(p - 1, p)} · m·β"
+    if op in ("broadcast", "reduce"):
+        return f"tree {op}", f"T(m) = ⌈log₂p⌉ · (α + m·β) = {steps} · (α + m·β)"
+    if op == "barrier":
+        return "barrier", f"T(m) = ⌈log₂p⌉ · α = {steps}·α"
+    return "send / recv", "T(m) = α + m·β"
+
+
+def _fraction(a: int, b: int) -> str:
+    """a/b in lowest terms: "3/4", or "2" when it is whole."""
+    g = math.gcd(a, b)
+    return str(a // b) if a % b == 0 else f"{a // g}/{b // g}"
+
+
 def fit_alpha_beta(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
     """Least-squares fit of t = α + m·β to one-way message times; both kept non-negative."""
     n = len(sizes)

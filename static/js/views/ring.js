@@ -32,8 +32,10 @@ export function stepOf(label) {
   return { key: `${m[1]}step ${m[2]}`.trim(), stem: m[1].trim(), n: Number(m[2]) };
 }
 
-function chunkOf(label, op) {
-  const text = label || "";
+/** The chunk a send/recv moves: the event's `chunk`, else the one its label names ("send chunk 3"). */
+function chunkOf(e, op) {
+  if (Number.isInteger(e?.chunk)) return e.chunk;
+  const text = e?.label || "";
   const m = op === "send" ? /(?:send|pass on finished|pass on) chunk (\d+)/.exec(text) : /(?:received|receive) chunk (\d+)/.exec(text);
   return m ? Number(m[1]) : null;
 }
@@ -117,12 +119,12 @@ export function renderRing(container, state, { runId, worldSize }) {
   const sends = spans.filter((sp) => sp.op === "send").map((send) => {
     const recv = spans.find((r) => r.op === "recv" && r.rank === send.peer && (r.peer === send.rank || r.peer === null || r.peer === undefined) && r.tag === send.tag);
     const status = recv?.end ? "delivered" : "flying";
-    return { from: send.rank, to: send.peer, chunk: chunkOf(send.label, "send"), status, send, recv };
+    return { from: send.rank, to: send.peer, chunk: chunkOf(send.begin || send, "send"), status, send, recv };
   });
   const waitingRecvs = spans.filter((r) => r.op === "recv" && !sends.some((x) => x.recv === r))
-    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.label, "recv"), status: "waiting", recv: r }));
+    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.begin || r, "recv"), status: "waiting", recv: r }));
   const atGates = gatedHere.filter((g) => g.op === "send")
-    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g.label, "send"), status: "gated" }));
+    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
   const arrows = [...sends, ...waitingRecvs, ...atGates];
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));

@@ -1,6 +1,6 @@
 """A lesson for the tests only (on PARALAB_LESSONS_PATH), unknown to the front end: its events alone
 choose the page's panels. `collectives` makes collectives only; `everything` adds send/recv, pipeline
-stage actions (compute with a stage and microbatch) and tensor snapshots."""
+stage actions (compute with a stage and microbatch), tensor snapshots and a metric with its formula."""
 
 from typing import Literal
 

@@ -16,7 +16,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from workers.cost_model import bandwidths, fit_alpha_beta, predict
+from workers.cost_model import bandwidths, fit_alpha_beta, model_formula, predict
 from workers.lessons.collectives import expected
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
@@ -133,8 +133,9 @@ def sweep(lab, p, world):
             size_bytes = n * 4 * (world if p.op in ("all_gather", "gather") else 1)
             algbw, busbw = bandwidths(p.op, world, size_bytes, seconds)
             if lab.rank == 0:
+                model, formula = model_formula(p.op, world)
                 lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw,
-                           predicted=predict(p.op, world, size_bytes, alpha, beta))
+                           predicted=predict(p.op, world, size_bytes, alpha, beta), model=model, formula=formula)
     if lab.rank == 0:
         lab.metric("alpha", alpha, "s", formula="latency per message, fitted from ping-pong times")
         lab.metric("beta", beta, "s/B", formula="seconds per byte, fitted from ping-pong times")

@@ -82,7 +82,9 @@ def run(lab, p):
                 comm.all_reduce(wk.grad, group=group, label="sum the replicated K head's gradient")
                 comm.all_reduce(wv.grad, group=group, label="sum the replicated V head's gradient")
     if r == 0:
-        lab.metric("kv_cache_copies", replicas, "copies", formula="t / n_kv when n_kv < t, else 1")
+        worked = f"{t} / {p.kv_heads} = {replicas}" if p.kv_heads < t else "n_kv ≥ t, so 1"
+        lab.metric("kv_cache_copies", replicas, "copies", expected=max(t // p.kv_heads, 1),
+                   formula=f"t / n_kv when n_kv < t, else 1 (t = {t}, n_kv = {p.kv_heads}: {worked})")
 
     lab.check("output Y", y, ref_out, "this rank's Y against the single-process attention")
     lab.check("input gradient dX", x.grad, ref[0].grad, "dL/dX after f's all-reduce against the reference")
