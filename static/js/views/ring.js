@@ -236,7 +236,7 @@ export function renderRing(container, state, { runId, worldSize }) {
     morph(cache.get("strip", () => h("ol", { class: "step-strip", "aria-label": "steps so far" })), steps.map((st, i) =>
       h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
     morph(cache.get("head", () => h("p", { class: "ring-head" })),
-      h("strong", {}, step.key), algorithmStep(step, world),
+      h("strong", {}, step.key), algorithmStep(step, state),
       detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
     place(cache.get("drawing", () => h("div", { class: "ring-drawing" })), [svg]),
     morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
@@ -276,14 +276,19 @@ function stepsTable(ringSteps, doubling) {
         h("td", {}, h("code", {}, doubling.formula || "log₂p")), h("td", { class: "num" }, String(doubling.elements_sent ?? "–"))) : null));
 }
 
-/** " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling. */
-function algorithmStep(step, p) {
+/**
+ * " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling:
+ * the step counts and their formulas as the lesson reports them (`steps_ring`, `steps_recursive_doubling`).
+ */
+function algorithmStep(step, state) {
   if (!step.n) return "";
-  if (step.stem === "reduce-scatter" || step.stem === "all-gather") {
-    const k = step.stem === "reduce-scatter" ? step.n : p - 1 + step.n;
-    return ` ${t("— ring step {k} of 2(p−1) = {total}", { k, total: 2 * (p - 1) })}`;
+  const ring = state.metrics.get("steps_ring");
+  if (ring && (step.stem === "reduce-scatter" || step.stem === "all-gather")) {
+    const k = step.stem === "reduce-scatter" ? step.n : ring.value / 2 + step.n;   // the all-gather's steps follow the reduce-scatter's half
+    return ` ${t("— ring step {k} of {formula} = {total}", { k, formula: ring.formula, total: ring.value })}`;
   }
-  if (step.stem === "doubling" && (p & (p - 1)) === 0) return ` ${t("— step {k} of log₂p = {total}", { k: step.n, total: Math.log2(p) })}`;
+  const doubling = state.metrics.get("steps_recursive_doubling");
+  if (doubling && step.stem === "doubling") return ` ${t("— step {k} of {formula} = {total}", { k: step.n, formula: doubling.formula, total: doubling.value })}`;
   return "";
 }
 

@@ -71,6 +71,11 @@ def run(lab, p):
     comm.all_reduce(expected, label="the reference: torch.distributed's own all_reduce")
 
     power_of_two = world & (world - 1) == 0
+    if rank == 0:
+        lab.metric("steps_ring", 2 * (world - 1), "steps", formula="2(p−1)", elements_sent=2 * (world - 1) * n // world)
+        if power_of_two:
+            lab.metric("steps_recursive_doubling", int(math.log2(world)), "steps", formula="log₂p",
+                       elements_sent=n * int(math.log2(world)))
     if p.algorithm in ("both", "ring"):
         ring = ring_all_reduce(lab, x0.clone())
         lab.check("ring all-reduce", ring, expected, "the ring's result against dist.all_reduce on the same input")
@@ -78,9 +83,3 @@ def run(lab, p):
         doubled = recursive_doubling_all_reduce(lab, x0.clone())
         lab.check("recursive doubling all-reduce", doubled, expected,
                   "recursive doubling's result against dist.all_reduce on the same input")
-
-    if rank == 0:
-        lab.metric("steps_ring", 2 * (world - 1), "steps", formula="2(p−1)", elements_sent=2 * (world - 1) * n // world)
-        if power_of_two:
-            lab.metric("steps_recursive_doubling", int(math.log2(world)), "steps", formula="log₂p",
-                       elements_sent=n * int(math.log2(world)))
