@@ -71,6 +71,27 @@ def predict(op: str, p: int, size_bytes: int, alpha: float, beta: float) -> floa
     return alpha + size_bytes * beta   # send / recv
 
 
+def model_formula(op: str, p: int) -> tuple[str, str]:
+    """`predict`'s model of `op` on `p` ranks in words: (algorithm, "T(m) = general = with p filled in")."""
+    steps = max(math.ceil(math.log2(p)), 1) if p > 1 else 0
+    if op in ("all_reduce", "reduce"):
+        algorithm = "ring all-reduce" if op == "all_reduce" else "ring reduce-scatter, then the chunks to the root"
+        return algorithm, f"T(m) = 2(p−1)·α + 2(p−1)/p · m·β = {2 * (p - 1)}·α + {_fraction(2 * (p - 1), p)} · m·β"
+    if op in ("all_gather", "reduce_scatter", "all_to_all", "scatter", "gather"):
+        return f"ring {op.replace('_', '-')}", f"T(m) = (p−1)·α + (p−1)/p · m·β = {p - 1}·α + {_fraction(p - 1, p)} · m·β"
+    if op == "broadcast":
+        return "binomial-tree broadcast", f"T(m) = ⌈log₂p⌉ · (α + m·β) = {steps} · (α + m·β)"
+    if op == "barrier":
+        return "dissemination barrier", f"T(m) = ⌈log₂p⌉ · α = {steps}·α"
+    return "send / recv", "T(m) = α + m·β"
+
+
+def _fraction(a: int, b: int) -> str:
+    """a/b in lowest terms: "3/4", or "2" when it is whole."""
+    g = math.gcd(a, b)
+    return str(a // b) if a % b == 0 else f"{a // g}/{b // g}"
+
+
 @dataclass(frozen=True)
 class Fit:
     """t = α + m·β fitted to message times, with how far to trust it."""

@@ -19,21 +19,13 @@ import { readLocation, urlWriter } from "paralab/controls/permalink.js";
 import {
   bindParamsToggle, buildParamsForm, clearErrors, readParamsForm, setExpanded, showErrors, writeParamsForm,
 } from "paralab/controls/params-form.js";
-import { renderChecks } from "paralab/views/checks.js";
-import { renderCollective } from "paralab/views/collective.js";
-import { renderComm } from "paralab/views/comm.js";
-import { renderCost } from "paralab/views/cost.js";
 import { renderExplanation } from "paralab/views/explanation.js";
-import { renderLanes } from "paralab/views/lanes.js";
 import { renderNow } from "paralab/views/now.js";
-import { originNames, renderOrigins } from "paralab/views/origins.js";
-import { renderParallelism } from "paralab/views/parallelism.js";
+import { drawPanels, mountPanels } from "paralab/views/panels.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
-import { renderRing, ringNames } from "paralab/views/ring.js";
 import { renderSource } from "paralab/views/source.js";
 import { renderFailure, renderRunPill } from "paralab/views/status.js";
 import { renderStepper } from "paralab/views/stepper.js";
-import { renderTensors } from "paralab/views/tensors.js";
 
 const page = document.querySelector("[data-lesson]");
 let lessonId = page.dataset.lesson;
@@ -43,6 +35,7 @@ const form = $("#run-form");
 const runButton = form.querySelector('button[type="submit"]');
 const cancelButton = $("#cancel-run");
 const stepToggle = $("#step-mode");
+const panels = mountPanels($("#recent-runs"));   // the pictures: one panel per view of views/registry.js
 
 export const store = createStore();
 
@@ -82,25 +75,15 @@ function render() {
   frame = 0;
   const { run, log, cursor } = store.state;
   const state = stateAt(log, cursor, run?.world_size || 0);
-  const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0 };
+  const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0, params: run?.params, contents: store.state.contents };
   // A live step-mode run: the ranks as they are now (what the stepper's buttons act on), folded once.
   const live = run?.step && !store.state.final ? (cursor === log.length - 1 ? state : liveState()) : null;
   renderRunPill($("#run-status"), { run, log, connection: connectionState, note: stepNote(live) });
   renderNow($("#now"), state);
-  renderLanes($("#lanes"), state);
   renderStepperPanel(state, live);
-  renderCollective($("#collective"), state);
-  const ring = renderRing($("#ring"), state, ctx);
-  $("#ring-panel").hidden = !ring;
-  const origins = renderOrigins($("#origins"), state, ctx);
-  $("#origins-panel").hidden = !origins;
-  renderTensors($("#tensors"), state, { ...ctx, skip: new Set([...originNames(state), ...ringNames(state)]) });
-  renderChecks($("#checks"), state, ctx);
-  renderComm($("#comm"), state, ctx);
-  $("#cost-panel").hidden = !renderCost($("#cost"), state, ctx);
-  renderParallelism(state, { ...ctx, lesson: lessonId, params: run?.params });
+  drawPanels(panels, state, ctx);
   renderFailure($("#failure"), state);
-  renderTables(state, { ...ctx, lesson: lessonId, params: run?.params });
+  renderTables(state, ctx);
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
   document.body.classList.toggle("has-run", Boolean(run));

@@ -9,6 +9,8 @@
  *   "playback" playing / speed / follow changed
  */
 
+import { emptyContents, noteEvent } from "paralab/log-contents.js";
+
 export const FINAL_STATUSES = ["done", "failed", "cancelled"];
 export const BASE_EVENTS_PER_SECOND = 4;
 
@@ -24,6 +26,7 @@ export function createStore() {
     speed: 1,           // × BASE_EVENTS_PER_SECOND
     final: false,       // the log holds the run's final status
     pendingSeq: null,   // a seq asked for before it arrived (a shared URL)
+    contents: emptyContents(),   // what the whole log holds (log-contents.js): which panels the page shows
   };
 
   function emit(name) {
@@ -62,7 +65,7 @@ export function createStore() {
     load(run, { seq = null } = {}) {
       Object.assign(state, {
         run, log: [], cursor: -1, follow: seq === null, held: seq !== null, playing: false,
-        final: false, pendingSeq: seq,
+        final: false, pendingSeq: seq, contents: emptyContents(),
       });
       emit("run");
       emit("cursor");
@@ -75,6 +78,7 @@ export function createStore() {
       for (const event of events) {
         if (event.seq !== state.log.length + 1) continue;   // a duplicate, or out of order
         state.log.push(event);
+        noteEvent(state.contents, event);
         added += 1;
         if (event.kind === "run" && FINAL_STATUSES.includes(event.status)) state.final = true;
       }

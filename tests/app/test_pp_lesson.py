@@ -169,6 +169,9 @@ def test_gpipe_and_1f1b_ideal_bubble_is_the_formula(finished, name):
     body = finished[name]["schedule"].json()
     assert body["bubble_fraction"] == pytest.approx(BUBBLE)
     assert len(body["grid"][0]) == 2 * (M + P - 1)
+    [metric] = [m for m in finished[name]["run"]["metrics"] if m["name"] == "bubble_fraction_ideal"]
+    assert metric["formula"] == f"(p − 1) / (m + p − 1) = {P - 1}/{M + P - 1}"      # what the page shows
+    assert metric["expected"] == pytest.approx(BUBBLE)
 
 
 def test_torchs_1f1b_grid_is_renumbered_with_a_note(finished):
@@ -213,6 +216,8 @@ def test_activations_in_flight(finished, name):
             assert peak == M, f"rank {rank} held {peak}"
         [reported] = metrics(run, "peak_activations_in_flight")[rank]
         assert reported["value"] == peak
+        if name.lower() in ("1f1b", "gpipe"):                                  # the bound the page draws
+            assert reported["bound"] == (P - rank if name.lower() == "1f1b" else M)
         [peak_bytes] = metrics(run, "peak_activation_bytes")[rank]
         assert peak_bytes["value"] == max(m["bytes"] for m in series)
 

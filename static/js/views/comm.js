@@ -1,7 +1,8 @@
 /**
  * Communication: what rank 0 put into each collective (and each send) so far — bytes of its begin
- * events — with the call's measured time, algorithm bandwidth and bus bandwidth (nccl-tests'
- * factors), their total, and the lesson's own prediction (rank 0's `block_comm_bytes_expected`).
+ * events — with the bytes each rank sent on the wire (`wire_bytes`, where the events carry it), the call's
+ * measured time, algorithm and bus bandwidth and their ratio (nccl-tests' factor; all as the tracer
+ * measured them), their total, and the lesson's own prediction (rank 0's `block_comm_bytes_expected`).
  *
  * The time of a collective is the shortest among its members: the last rank to arrive waits for no
  * one, so its time is the call itself; the others' times include waiting for it (in step mode,
@@ -9,7 +10,7 @@
  */
 
 import { changed, h, morph } from "paralab/dom.js";
-import { busFactor, formatRate, formatSeconds, predictSeconds } from "paralab/cost-model.js";
+import { formatRate, formatSeconds } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
 import { collectiveKey, formatBytes } from "paralab/replay.js";
 
@@ -32,14 +33,13 @@ export function renderComm(container, state, { runId }) {
   const expected = state.metrics.get(EXPECTED_METRIC);
   const ends = rows.map((row) => timing(row, state));
   const current = rows.find((row, i) => state.event?.seq === row.seq || state.event?.seq === ends[i]?.seq);
-  const key = [runId, state.ranks.length, expected?.seq, state.metrics.get("alpha")?.seq, state.metrics.get("beta")?.seq, state.final, current?.seq,
+  const key = [runId, state.ranks.length, expected?.seq, state.final, current?.seq,
     ...rows.map((row, i) => `${row.seq}:${ends[i]?.seq}`)].join(",");
   if (!changed(container, key)) return;
   if (!rows.length && !expected) {
     morph(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
     return;
   }
-  const n = state.ranks.length;
   const total = rows.reduce((sum, r) => sum + (r.begin.bytes || 0), 0);
   const largest = Math.max(1, ...rows.map((r) => r.begin.bytes || 0), expected?.value || 0);
   const verdict = !expected ? null
@@ -47,9 +47,7 @@ export function renderComm(container, state, { runId }) {
       : total < expected.value && !state.final ? { cls: "pending", text: t("{bytes} still to come", { bytes: formatBytes(expected.value - total) }) }
         : { cls: "fail", text: t("✗ differs by {bytes}", { bytes: formatBytes(Math.abs(total - expected.value)) }) };
   const th = (text, cls, title) => h("th", { scope: "col", class: cls, title }, text);
-  const alpha = state.metrics.get("alpha")?.value;
-  const beta = state.metrics.get("beta")?.value;
-  const model = typeof alpha === "number" && typeof beta === "number";   // fitted by a sweep: predict each call too
+  const wire = rows.some((r) => typeof r.begin.wire_bytes === "number");   // the tracer counted the bytes on the wire
   const labels = rows.some((r) => r.begin.label);                          // no labels: no "what for" column
   morph(container,
     h("div", { class: "comm-scroll" },
@@ -57,28 +55,28 @@ export function renderComm(container, state, { runId }) {
         h("caption", {}, "What rank 0 put into each call (nccl-tests' size convention), how long the call took, and its bandwidths"),
         h("thead", {}, h("tr", {}, th("#"), th("call"), labels ? th("what for") : null, th("bytes", "num"),
           th("time", "num", "the shortest time among the members: the last to arrive waits for no one"),
-          model ? th("α–β", "num", "the α–β model's prediction for this call") : null,
+          wire ? th("on the wire", "num", "bytes each rank sent over the links in this call") : null,
           th("algbw", "num", "algorithm bandwidth = bytes / time"),
           th("busbw", "num", "bus bandwidth = algbw × factor (nccl-tests), comparable with the link's speed"),
-          th("factor", "num", "busbw / algbw"))),
+          th("factor", "num", "busbw / algbw: nccl-tests' factor for this call"))),
         h("tbody", {}, rows.map((row, i) => {
           const e = row.begin;
           const end = ends[i];
-          const factor = busFactor(row.kind === "p2p" ? "send" : e.op, e.ranks?.length || n);
+          const factor = end?.algbw > 0 && typeof end.busbw === "number" ? end.busbw / end.algbw : null;
           return h("tr", { class: state.event?.seq === e.seq || (end && state.event?.seq === end.seq) ? "current" : null },
             h("td", {}, row.kind === "p2p" ? `→ rank ${e.peer}` : `${e.group} #${e.cseq}`),
             h("td", {}, h("span", { class: `op-badge op-${e.op}` }, e.op.replace(/_/g, "-"))),
             labels ? h("td", { class: "comm-label" }, e.label || "") : null,
             h("td", { class: "num" }, formatBytes(e.bytes || 0),
               h("span", { class: "bar", style: { width: `${(100 * (e.bytes || 0)) / largest}%` }, "aria-hidden": "true" })),
+            wire ? h("td", { class: "num wire" }, typeof e.wire_bytes === "number" ? formatBytes(e.wire_bytes) : "") : null,
             h("td", { class: "num time" }, end ? formatSeconds(end.duration) : h("span", { class: "pending" }, "…")),
-            model ? h("td", { class: "num predicted" }, formatSeconds(predictSeconds(row.kind === "p2p" ? "send" : e.op, e.ranks?.length || n, e.bytes || 0, alpha, beta))) : null,
             h("td", { class: "num" }, end ? formatRate(end.algbw) : ""),
             h("td", { class: "num" }, end ? formatRate(end.busbw) : ""),
-            h("td", { class: "num factor" }, factor.text === "1" ? "1" : `${factor.text} = ${Number(factor.value.toFixed(3))}`));
+            h("td", { class: "num factor" }, factor === null ? "" : String(Number(factor.toFixed(3)))));
         })),
         h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: labels ? 3 : 2 }, "measured total"),
-          h("td", { class: "num comm-total" }, formatBytes(total)), h("td", { colspan: model ? 5 : 4 }))))),
+          h("td", { class: "num comm-total" }, formatBytes(total)), h("td", { colspan: wire ? 5 : 4 }))))),
     expected
       ? h("div", { class: ["comm-expected", verdict.cls] },
           h("p", {}, h("span", { class: "label" }, "expected by the lesson: "),

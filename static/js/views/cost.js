@@ -6,8 +6,11 @@
  */
 
 import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
-import { formatRate, formatSeconds, formatSize, modelFormula } from "paralab/cost-model.js";
+import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
+
+/** Metrics this view shows (the numbers panel leaves them out). */
+export const COST_METRICS = ["cost_sweep", "alpha", "beta"];
 
 const MEASURED = "#0f172a";
 const PREDICTED = "#ea580c";
@@ -71,22 +74,20 @@ export function renderCost(container, state, { runId, worldSize }) {
   const alpha = state.metrics.get("alpha");
   const beta = state.metrics.get("beta");
   if (!points.length && !alpha) {
-    changed(container, "none");
-    return false;
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No sweep points yet at this step."));
+    return true;
   }
   const rem = remPx();
   const width = Math.max(320, Math.min(sizeOf(container).width || 640, 46 * rem));
   const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq].join(",");
   if (!changed(container, key)) return true;
-  const collectives = [...state.collectives.values()];
-  const op = collectives.length ? collectives[collectives.length - 1].op : state.p2p.length ? "send_recv" : "all_reduce";
   const p = worldSize || state.ranks.length;
-  const model = modelFormula(op, p);
+  const model = points.find((pt) => pt.formula) || null;   // the lesson's α–β model, sent with its sweep
   const sorted = [...points].sort((a, b) => a.bytes - b.bytes);
   fill(container,
     h("div", { class: "cost-model" },
-      h("p", { class: "cost-formula" }, h("span", { class: "label" }, `${t("α–β model of {name} on p = {p}:", { name: modelName(model.name), p })} `),
-        h("code", {}, `T(m) = ${model.general}`), " = ", h("code", {}, model.here)),
+      model ? h("p", { class: "cost-formula" }, h("span", { class: "label" }, `${t("α–β model of {name} on p = {p}:", { name: modelName(model.model || ""), p })} `),
+        h("code", {}, model.formula)) : null,
       alpha || beta
         ? h("p", { class: "cost-fit" },
             h("span", { class: "label" }, "fitted from ping-pong between ranks 0 and 1: "),

@@ -54,6 +54,7 @@ export function renderMemory(container, state, { runId, params }) {
   }
   const first = PARTS.map((p) => latest(state, p.metric, ranks[0]));
   const f = parseFormula(first.find(Boolean)?.formula);
+  f.psi = first.find((e) => typeof e?.psi === "number")?.psi ?? f.psi;   // the event's Ψ, where the lesson sends it
   const fullOf = (part) => (f.psi && f.bytes[part.letter] ? f.psi * f.bytes[part.letter] : null);
   const scale = Math.max(1, ...PARTS.map(fullOf).filter(Boolean),
     ...ranks.flatMap((r) => PARTS.map((p) => Math.max(latest(state, p.metric, r)?.value || 0, latest(state, p.metric, r)?.expected || 0))));
@@ -101,6 +102,7 @@ function commRow(state, rank, f, stage) {
   if (!e) return h("p", { class: "memory-comm pending" }, "Communication per step arrives with the memory numbers.");
   const ok = e.value === e.expected;
   const multiple = f.psi ? e.value / f.psi : null;
+  const expectedMultiple = f.psi && typeof e.expected === "number" ? `${Number((e.expected / f.psi).toFixed(2))}Ψ` : null;
   const how = stage === 3
     ? "all-gather each layer's weights before its forward (Ψ), again before its backward (Ψ), reduce-scatter the gradients (Ψ)"
     : "reduce-scatter the gradients (Ψ), then all-gather the updated pieces (Ψ)";
@@ -108,7 +110,7 @@ function commRow(state, rank, f, stage) {
     h("p", {}, h("span", { class: "label" }, "communicated per step: "),
       h("strong", { class: "comm-elements" }, t("{n} elements", { n: formatNumber(e.value) })),
       multiple ? ` = ${Number(multiple.toFixed(2))}Ψ` : "", " — expected ",
-      h("code", {}, stage === 3 ? "3Ψ" : "2Ψ"), ` = ${formatNumber(e.expected)} `,
+      expectedMultiple ? [h("code", {}, expectedMultiple), " = "] : null, `${formatNumber(e.expected)} `,
       h("span", { class: "verdict" }, ok ? "✓" : "✗")),
     h("p", { class: "memory-how" }, t("{how}. Stages 1 and 2 move what plain DP's all-reduce moves (2Ψ); stage 3 pays one Ψ more to keep only 1/N of the weights.", { how: t(how) })));
 }

@@ -1,50 +1,37 @@
 /**
  * Numbers: the metrics the ranks reported that no other panel draws (e.g. tp_attention's
- * `kv_cache_copies`), each with the lesson's formula, and its expected value where it has one.
+ * `kv_cache_copies`), each with the lesson's formula and its expected value, as the metric event sends them.
  */
 
 import { changed, fill, h } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
-import { PIPELINE_METRICS } from "paralab/views/pipeline.js";
-import { MEMORY_METRICS } from "paralab/views/memory.js";
-import { TOPOLOGY_METRICS } from "paralab/views/topology.js";
-
-/** Metrics other panels draw. */
-const SHOWN_ELSEWHERE = new Set(["cost_sweep", "alpha", "beta", "block_comm_bytes_expected", "steps_ring",
-  "steps_recursive_doubling", ...PIPELINE_METRICS, ...MEMORY_METRICS, ...TOPOLOGY_METRICS]);
 
 /** What a metric means, in words, where its name alone does not say. */
 const MEANING = {
   kv_cache_copies: "how many ranks store each KV head's cache: with fewer KV heads than ranks (GQA), every KV head — its Wk, Wv and its K/V cache — is replicated",
 };
 
-/** The lesson's formula with this run's numbers, where the page can work it out: {text, value}. */
-const WORKED = {
-  kv_cache_copies: ({ worldSize, params }) => (params?.kv_heads
-    ? { text: `t = ${worldSize}, n_kv = ${params.kv_heads}: ${params.kv_heads < worldSize ? `${worldSize} / ${params.kv_heads} = ${Math.floor(worldSize / params.kv_heads)}` : t("n_kv ≥ t, so 1")}`,
-        value: Math.max(1, Math.floor(worldSize / params.kv_heads)) }
-    : null),
-};
-
 function title(name) {
   return name.replace(/_/g, " ").replace(/^kv /, "KV ").replace(/^./, (c) => c.toUpperCase());
 }
 
-export function renderNumbers(container, state, { runId, worldSize, params }) {
-  const metrics = [...state.metrics.values()].filter((e) => !SHOWN_ELSEWHERE.has(e.name));
-  if (!metrics.length) return false;
+/** ctx.claimed: the metric names other views draw (views/registry.js). */
+export function renderNumbers(container, state, { runId, claimed = new Set() }) {
+  const metrics = [...state.metrics.values()].filter((e) => !claimed.has(e.name));
+  if (!metrics.length) {
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No numbers yet at this step."));
+    return true;
+  }
   const key = [runId, ...metrics.map((e) => e.seq)].join(",");
   if (!changed(container, key)) return true;
   fill(container, h("div", { class: "number-cards" }, metrics.map((e) => {
-    const worked = WORKED[e.name]?.({ worldSize, params }) || null;
-    const expected = e.expected ?? worked?.value;
+    const expected = e.expected ?? undefined;
     const verdict = expected === undefined ? null : e.value === expected ? "pass" : "fail";
     return h("div", { class: ["number-card", verdict], "data-metric": e.name },
       h("div", { class: "number-name" }, title(e.name)),
       h("div", { class: "number-value" }, h("strong", {}, formatNumber(e.value)), e.unit ? ` ${e.unit}` : ""),
       e.formula ? h("div", { class: "number-formula" }, h("span", { class: "label" }, "formula: "), h("code", {}, e.formula)) : null,
-      worked ? h("div", { class: "number-worked" }, t("here {worked}", { worked: worked.text })) : null,
       expected !== undefined
         ? h("div", { class: "number-expected" }, t(verdict === "pass" ? "expected {value} — ✓ as predicted" : "expected {value} — ✗ differs", { value: formatNumber(expected) })) : null,
       MEANING[e.name] ? h("p", { class: "number-meaning" }, MEANING[e.name]) : null);

@@ -102,9 +102,8 @@ function sameRanks(a, b) {
 export function renderOrigins(container, state, { runId, worldSize }) {
   const pair = findPair(state);
   if (!pair) {
-    fill(container);
-    changed(container, "none");
-    return false;
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No tensor has come through the call yet at this step."));
+    return true;
   }
   const call = theCall(state);
   const op = call?.op || null;

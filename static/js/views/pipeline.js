@@ -17,7 +17,6 @@ const KIND_NAMES = { F: "forward", B: "backward", I: "input gradient (½ of B)",
 const OTHER_COLOUR = "#64748b";
 const COLLECTIVE_COLOUR = "#334155";
 const OWN_ENGINE = { gpipe: "GPipe", "1f1b": "1F1B" };
-const SLOW_FACTOR = 3;
 
 /** Pipeline metrics this view shows (the numbers panel leaves them out). */
 export const PIPELINE_METRICS = ["bubble_fraction", "bubble_fraction_ideal", "activations_in_flight",
@@ -39,18 +38,28 @@ export function parseAction(text) {
   return m ? { stage: Number(m[1]), kind: m[2], mb: m[3] === undefined ? null : Number(m[3]), text } : { kind: "?", text };
 }
 
-/** The lesson's formula for the bubble of `schedule`: {text, num, den} or null where there is no closed form. */
-export function bubbleFormula(schedule, p, m, v) {
-  if (["gpipe", "1f1b", "GPipe", "1F1B"].includes(schedule)) return { text: "(p − 1) / (m + p − 1)", num: p - 1, den: m + p - 1 };
-  if (["Interleaved1F1B", "LoopedBFS"].includes(schedule)) return { text: "(p − 1) / (v·m + p − 1)", num: p - 1, den: v * m + p - 1 };
-  return null;
+/**
+ * The lesson's formula for the bubble, as rank 0's `bubble_fraction_ideal` metric sends it: {text, value}
+ * (value null where the schedule has no closed form), or null before it arrived.
+ */
+export function bubbleFormula(state) {
+  const e = state.metrics.get("bubble_fraction_ideal");
+  return e?.formula ? { text: e.formula, value: e.expected ?? null } : null;
 }
 
-/** How many microbatches' activations rank `rank` may hold at most: 1F1B p − rank, GPipe m. */
-export function activationBound(schedule, p, m, rank) {
-  if (schedule === "1f1b" || schedule === "1F1B") return { value: p - rank, text: "p − rank" };
-  if (schedule === "gpipe" || schedule === "GPipe") return { value: m, text: "m" };
-  return null;
+/**
+ * The most microbatches' activations `rank` may hold, as its `peak_activations_in_flight` metric sends it
+ * (`bound`, and the formula it comes from): {text, value}, or null (not reported yet, or no bound).
+ */
+export function activationBound(state, rank) {
+  const e = state.rankMetrics.get("peak_activations_in_flight")?.get(rank)?.at(-1);
+  return e && e.bound !== undefined && e.bound !== null ? { text: e.formula, value: e.bound } : null;
+}
+
+/** The straggler the lesson slowed down, as its `schedule` event says: {stage, factor} or null. */
+function slowStageOf(state) {
+  const stage = state.schedule?.slow_stage;
+  return stage === null || stage === undefined ? null : { stage, factor: state.schedule.slow_factor ?? null };
 }
 
 function scheduleOf(state, params) {
@@ -75,15 +84,16 @@ function stagesText(placement, rank) {
   return tPlural(mine.length, "stage {stages}", "stages {stages}", { stages: mine.join(", ") });
 }
 
-function slowRanks(placement, slowStage, p) {
-  if (slowStage === null || slowStage === undefined) return new Set();
+function slowRanks(placement, slow, p) {
+  if (!slow) return new Set();
+  const slowStage = slow.stage;
   if (placement) return new Set(placement.map((stages, r) => (stages.includes(slowStage) ? r : -1)).filter((r) => r >= 0));
   return new Set(slowStage < p ? [slowStage] : []);
 }
 
 // ---- the measured Gantt chart ----------------------------------------------------------------------
 
-function ganttRows(state, { placement, slow, extent }) {
+function ganttRows(state, { placement, slow, slowFactor, extent }) {
   const seq = state.event?.seq;
   const makespan = extent ? extent.end - extent.start : 0;
   return state.ranks.map((rs) => {
@@ -112,7 +122,7 @@ function ganttRows(state, { placement, slow, extent }) {
     }
     const share = makespan > 0 ? busy / makespan : null;
     return {
-      rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? t("slow ×{factor}", { factor: SLOW_FACTOR }) : null,
+      rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? (slowFactor ? t("slow ×{factor}", { factor: slowFactor }) : t("slow")) : null,
       cls: slow.has(rs.rank) && "slow",
       lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute }, { height: 0.75, cls: "comm-lane", blocks: comm }],
       right: share === null ? "" : t("busy {percent}%", { percent: Math.round(100 * Math.min(1, share)) }),
@@ -213,11 +223,11 @@ function slotAction(action) {
   return t("stage {stage} {kind} of microbatch {mb}", { ...action, kind: t(KIND_NAMES[action.kind] || action.kind) });
 }
 
-function bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage }) {
+function bubbleMeter(state, { p, m, v, liveBubble, slowStage }) {
   const measured = state.metrics.get("bubble_fraction");
   const ideal = state.metrics.get("bubble_fraction_ideal");
   const idealValue = ideal?.value ?? state.schedule?.bubble_fraction;
-  const formula = bubbleFormula(schedule, p, m, v);
+  const formula = bubbleFormula(state);
   const row = (cls, label, value, how, pending) => h("div", { class: ["bubble-row", cls, pending && "pending"] },
     h("span", { class: "bubble-label" }, label),
     h("span", { class: "bubble-bar", "aria-hidden": "true" }, h("span", { style: { width: `${Math.max(0, Math.min(1, value ?? 0)) * 100}%` } })),
@@ -234,25 +244,25 @@ function bubbleMeter(state, { schedule, p, m, v, liveBubble, slowStage }) {
     h("h3", {}, "Bubble fraction ", h("span", { class: "panel-note" }, "the share of rank-time spent idle")),
     rows,
     formula
-      ? h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "), h("code", {}, formula.text),
-          ` = ${formula.num}/${formula.den} = `, h("strong", {}, (formula.num / formula.den).toFixed(3)),
-          h("span", { class: "bubble-symbols" }, ` ${t(formula.text.includes("v") ? "with p = {p} ranks, m = {m} microbatches, v = {v} stages per rank"
-            : "with p = {p} ranks, m = {m} microbatches", { p, m, v })}`))
-      : h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "),
-          "no closed form — this schedule fills the bubble with weight-gradient (W) work; the grid's idle slots are the prediction"),
+      ? h("p", { class: "bubble-formula" }, h("span", { class: "label" }, "formula: "),
+          formula.value === null ? formula.text : h("code", {}, formula.text),            // words where there is no closed form
+          formula.value !== null ? [" = ", h("strong", {}, formula.value.toFixed(3)),
+            h("span", { class: "bubble-symbols" }, ` ${t(formula.text.includes("v") ? "with p = {p} ranks, m = {m} microbatches, v = {v} stages per rank"
+              : "with p = {p} ranks, m = {m} microbatches", { p, m, v })}`)] : null)
+      : null,
     gap !== null
       ? h("p", { class: "bubble-gap" }, gap > 0.02
         ? t("Measured is {gap} above the grid: the grid counts every action as one slot and nothing else, while the ranks also spend time in send/recv{slow}.", {
           gap: gap.toFixed(3),
-          slow: slowStage === null || slowStage === undefined ? ""
-            : t(" — and stage {stage} is {factor}× slower, so every other rank waits for it", { stage: slowStage, factor: SLOW_FACTOR }) })
+          slow: !slowStage?.factor ? ""
+            : t(" — and stage {stage} is {factor}× slower, so every other rank waits for it", slowStage) })
         : "Measured matches the grid within 0.02.")
       : null);
 }
 
 // ---- activations in flight -------------------------------------------------------------------------
 
-function activationsSvg(state, frame, axis, { schedule, p, m, slow }, cache) {
+function activationsSvg(state, frame, axis, { slow }, cache) {
   const rem = frame.rem;
   const X = xScale(frame, axis);
   const leaf = (tag, attrs, text) => cache.get(tag + JSON.stringify(attrs) + (text ?? ""), () => s(tag, attrs, text));
@@ -261,7 +271,7 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }, cache) {
   const peakBytes = state.rankMetrics.get("peak_activation_bytes") || new Map();
   let top = 1;
   for (const rs of state.ranks) {
-    const b = activationBound(schedule, p, m, rs.rank);
+    const b = activationBound(state, rs.rank);
     if (b) top = Math.max(top, b.value);
     for (const e of series.get(rs.rank) || []) top = Math.max(top, e.value);
   }
@@ -296,7 +306,7 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }, cache) {
     const tEnd = Math.min(axis.end, state.tNow);
     d += ` H${X(tEnd).toFixed(1)}`;
     rowParts.push(leaf("path", { d: `${d} V${Y(0).toFixed(1)} Z`, class: "act-area" }), leaf("path", { d, class: "act-line" }));
-    const bound = activationBound(schedule, p, m, rs.rank);
+    const bound = activationBound(state, rs.rank);
     if (bound) {
       const nearTop = Y(bound.value) - y < 0.9 * rem;
       rowParts.push(leaf("line", { x1: frame.left, x2: frame.right, y1: Y(bound.value), y2: Y(bound.value), class: "act-bound" }),
@@ -329,13 +339,13 @@ function activationsSvg(state, frame, axis, { schedule, p, m, slow }, cache) {
 
 // ---- the panel -------------------------------------------------------------------------------------------
 
-function describeSchedule(schedule, p, m, v, params) {
+function describeSchedule(schedule, p, m, v, params, slowStage) {
   const who = OWN_ENGINE[schedule] ? t("{schedule}, paralab's own engine (engine.py)", { schedule: OWN_ENGINE[schedule] })
     : t("torch.distributed.pipelining's Schedule{schedule}", { schedule: schedule.replace(/^Schedule/, "") });
   const bits = [t("p = {p} ranks", { p }), t("m = {m} microbatches", { m })];
   if (v > 1) bits.push(t("v = {v} stages per rank", { v }));
   if (params?.delay_ms !== undefined) bits.push(t("F {f} ms, B {b} ms of added compute", { f: params.delay_ms, b: 2 * params.delay_ms }));
-  if (params?.slow_stage !== null && params?.slow_stage !== undefined) bits.push(t("stage {stage} {factor}× slower", { stage: params.slow_stage, factor: SLOW_FACTOR }));
+  if (slowStage?.factor) bits.push(t("stage {stage} {factor}× slower", slowStage));
   return h("p", { class: "pipeline-head" }, h("strong", {}, who), ` · ${bits.join(" · ")}`);
 }
 
@@ -352,7 +362,8 @@ function kindLegend(kinds, v, anyP2p) {
 }
 
 /** Draw the pipeline panel; returns false when the run has nothing pipeline-like to show. */
-export function renderPipeline(container, state, { runId, params }) {
+/** ctx.contents: what the whole log holds (a run with no `schedule` event has no ideal grid to wait for). */
+export function renderPipeline(container, state, { runId, params, contents }) {
   const hasCompute = state.ranks.some((rs) => rs.spans.some((sp) => sp.kind === "compute"));
   if (!state.schedule && !hasCompute) {
     changed(container, "none");
@@ -369,15 +380,16 @@ export function renderPipeline(container, state, { runId, params }) {
   const m = params?.microbatches ?? 0;
   const v = params?.virtual_stages ?? 1;
   const placement = state.schedule?.placement || null;
-  const slow = slowRanks(placement, params?.slow_stage, p);
+  const slowStage = slowStageOf(state);
+  const slow = slowRanks(placement, slowStage, p);
   const frame = ganttFrame({ width, rem });
   const cache = cacheOf(container);
   const keep = (parts, make) => cache.get(JSON.stringify(parts), make);
   const kinds = actionKinds(state);
   const anyP2p = state.p2p.length > 0;
-  const measured = measuredChart(container, state, { placement, slow, frame, p });
+  const measured = measuredChart(container, state, { placement, slow, slowFactor: slowStage?.factor, frame, p });
   place(container, [
-    keep(["head", schedule, p, m, v, params], () => describeSchedule(schedule, p, m, v, params)),
+    keep(["head", schedule, p, m, v, params, slowStage], () => describeSchedule(schedule, p, m, v, params, slowStage)),
     keep(["legend", [...kinds].sort(), v, anyP2p], () => kindLegend(kinds, v, anyP2p)),
     ...(measured
       ? [keep(["measured"], () => h("h3", { class: "chart-title" }, "Measured ", h("span", { class: "panel-note" }, "each rank's stage actions as they ran; rows grow as events arrive"))),
@@ -385,12 +397,14 @@ export function renderPipeline(container, state, { runId, params }) {
       : [keep(["no-compute"], () => h("p", { class: "empty" }, "No stage has computed yet at this step."))]),
     state.schedule
       ? showProgress(keep(["ideal", runId, state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
-      : keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event.")),
+      : contents?.kinds.has("schedule")
+        ? keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event."))
+        : null,
     morph(keep(["numbers"], () => h("div", { class: "pipeline-numbers" })),
-      bubbleMeter(state, { schedule, p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage: params?.slow_stage }),
-      peakTable(state, { schedule, p, m })),
+      bubbleMeter(state, { p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage }),
+      peakTable(state)),
     measured ? activationsSection(keep(["activations"], activationsFrame),
-      activationsSvg(state, frame, measured.axis, { schedule, p, m, slow }, cacheOf(container, "activations"))) : null,
+      activationsSvg(state, frame, measured.axis, { slow }, cacheOf(container, "activations"))) : null,
   ].filter(Boolean));
   cache.done();
   return true;
@@ -408,7 +422,7 @@ function actionKinds(state) {
 }
 
 /** The measured Gantt chart ({svg, axis, liveBubble}), or null before any stage computed. */
-function measuredChart(container, state, { placement, slow, frame, p }) {
+function measuredChart(container, state, { placement, slow, slowFactor, frame, p }) {
   const computeExtent = spanExtent(state, (sp) => sp.kind === "compute");
   if (!computeExtent) return null;
   const end = Math.max(spanExtent(state).end, computeExtent.end);
@@ -416,7 +430,7 @@ function measuredChart(container, state, { placement, slow, frame, p }) {
   // from one step to the next, and so do the blocks already drawn.
   const rough = timeAxis(computeExtent.start, end);
   const axis = timeAxis(computeExtent.start - 0.01 * (rough.end - computeExtent.start), end);
-  const rows = ganttRows(state, { placement, slow, extent: computeExtent });
+  const rows = ganttRows(state, { placement, slow, slowFactor, extent: computeExtent });
   const liveBubble = p > 0 ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
   const svg = ganttSvg({ rows, arrows: p2pArrows(state, (r) => r), axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
     axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7,
@@ -453,12 +467,12 @@ function idealSection(scheduleEvent, schedule, frame, slow) {
       : null);
 }
 
-function peakTable(state, { schedule, p, m }) {
+function peakTable(state) {
   const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
   const bytes = state.rankMetrics.get("peak_activation_bytes") || new Map();
   const series = state.rankMetrics.get("activations_in_flight") || new Map();
   const rows = state.ranks.map((rs) => {
-    const b = activationBound(schedule, p, m, rs.rank);
+    const b = activationBound(state, rs.rank);
     const reported = peaks.get(rs.rank)?.at(-1)?.value;
     const sofar = Math.max(0, ...(series.get(rs.rank) || []).map((e) => e.value));
     const peak = reported ?? sofar;
@@ -469,10 +483,9 @@ function peakTable(state, { schedule, p, m }) {
       h("td", { class: "num" }, b ? `${b.value}` : "–"),
       h("td", { class: "num" }, formatBytes(pb)));
   });
-  const bound = activationBound(schedule, p, m, 0);
+  const bound = activationBound(state, 0);
   return h("div", { class: "peak-table" },
-    h("h3", {}, "Peak activations ", h("span", { class: "panel-note" },
-      bound ? (bound.text === "m" ? "GPipe: every rank holds all m" : "1F1B: rank r at most p − r") : "per rank")),
+    h("h3", {}, "Peak activations ", h("span", { class: "panel-note" }, "per rank")),
     h("table", { class: "peaks" },
       h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "peak"), h("th", { class: "num" }, bound ? t("bound {bound}", { bound: bound.text }) : t("bound")), h("th", { class: "num" }, "bytes"))),
       h("tbody", {}, rows)));

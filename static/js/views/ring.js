@@ -12,11 +12,14 @@
  * step 1"), else its input — the all-gather phase goes on from the reduce-scatter's buffer.
  */
 
-import { cacheOf, changed, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
+import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
 import { t, tPlural } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
 import { cellValue } from "paralab/views/heatmap.js";
+
+/** Metrics this view shows (the numbers panel leaves them out). */
+export const RING_METRICS = ["steps_ring", "steps_recursive_doubling"];
 
 const CONTINUES = { "all-gather": "reduce-scatter" };   // a phase that works on the previous phase's buffer
 const INPUT_NAMES = ["input", "before"];
@@ -29,8 +32,10 @@ export function stepOf(label) {
   return { key: `${m[1]}step ${m[2]}`.trim(), stem: m[1].trim(), n: Number(m[2]) };
 }
 
-function chunkOf(label, op) {
-  const text = label || "";
+/** The chunk a send/recv moves: the event's `chunk`, else the one its label names ("send chunk 3"). */
+function chunkOf(e, op) {
+  if (Number.isInteger(e?.chunk)) return e.chunk;
+  const text = e?.label || "";
   const m = op === "send" ? /(?:send|pass on finished|pass on) chunk (\d+)/.exec(text) : /(?:received|receive) chunk (\d+)/.exec(text);
   return m ? Number(m[1]) : null;
 }
@@ -85,9 +90,13 @@ function show(v) {
 
 export function renderRing(container, state, { runId, worldSize }) {
   const gated = gatedCalls(state);
-  if ((!state.p2p.length && !gated.length) || hasOrigins(state)) {
+  if (hasOrigins(state)) {
     changed(container, "none");
     return false;
+  }
+  if (!state.p2p.length && !gated.length) {
+    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
+    return true;
   }
   const steps = [];
   for (const sp of [...state.p2p, ...gated]) {
@@ -110,12 +119,12 @@ export function renderRing(container, state, { runId, worldSize }) {
   const sends = spans.filter((sp) => sp.op === "send").map((send) => {
     const recv = spans.find((r) => r.op === "recv" && r.rank === send.peer && (r.peer === send.rank || r.peer === null || r.peer === undefined) && r.tag === send.tag);
     const status = recv?.end ? "delivered" : "flying";
-    return { from: send.rank, to: send.peer, chunk: chunkOf(send.label, "send"), status, send, recv };
+    return { from: send.rank, to: send.peer, chunk: chunkOf(send.begin || send, "send"), status, send, recv };
   });
   const waitingRecvs = spans.filter((r) => r.op === "recv" && !sends.some((x) => x.recv === r))
-    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.label, "recv"), status: "waiting", recv: r }));
+    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.begin || r, "recv"), status: "waiting", recv: r }));
   const atGates = gatedHere.filter((g) => g.op === "send")
-    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g.label, "send"), status: "gated" }));
+    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
   const arrows = [...sends, ...waitingRecvs, ...atGates];
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
@@ -227,7 +236,7 @@ export function renderRing(container, state, { runId, worldSize }) {
     morph(cache.get("strip", () => h("ol", { class: "step-strip", "aria-label": "steps so far" })), steps.map((st, i) =>
       h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
     morph(cache.get("head", () => h("p", { class: "ring-head" })),
-      h("strong", {}, step.key), algorithmStep(step, world),
+      h("strong", {}, step.key), algorithmStep(step, state),
       detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
     place(cache.get("drawing", () => h("div", { class: "ring-drawing" })), [svg]),
     morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
@@ -267,14 +276,19 @@ function stepsTable(ringSteps, doubling) {
         h("td", {}, h("code", {}, doubling.formula || "log₂p")), h("td", { class: "num" }, String(doubling.elements_sent ?? "–"))) : null));
 }
 
-/** " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling. */
-function algorithmStep(step, p) {
+/**
+ * " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling:
+ * the step counts and their formulas as the lesson reports them (`steps_ring`, `steps_recursive_doubling`).
+ */
+function algorithmStep(step, state) {
   if (!step.n) return "";
-  if (step.stem === "reduce-scatter" || step.stem === "all-gather") {
-    const k = step.stem === "reduce-scatter" ? step.n : p - 1 + step.n;
-    return ` ${t("— ring step {k} of 2(p−1) = {total}", { k, total: 2 * (p - 1) })}`;
+  const ring = state.metrics.get("steps_ring");
+  if (ring && (step.stem === "reduce-scatter" || step.stem === "all-gather")) {
+    const k = step.stem === "reduce-scatter" ? step.n : ring.value / 2 + step.n;   // the all-gather's steps follow the reduce-scatter's half
+    return ` ${t("— ring step {k} of {formula} = {total}", { k, formula: ring.formula, total: ring.value })}`;
   }
-  if (step.stem === "doubling" && (p & (p - 1)) === 0) return ` ${t("— step {k} of log₂p = {total}", { k: step.n, total: Math.log2(p) })}`;
+  const doubling = state.metrics.get("steps_recursive_doubling");
+  if (doubling && step.stem === "doubling") return ` ${t("— step {k} of {formula} = {total}", { k: step.n, formula: doubling.formula, total: doubling.value })}`;
   return "";
 }
 

@@ -74,20 +74,19 @@ export function pipelineTable(state, { params, cache } = {}) {
       }), { cache, className: "pipeline-ideal-table", rowAttrs: (r) => ({ "data-rank": r }) });
   }
 
-  const schedule = state.schedule?.schedule || params?.schedule || "1f1b";
   const p = state.ranks.length;
   const m = params?.microbatches ?? 0;
   const v = params?.virtual_stages ?? 1;
-  const formula = bubbleFormula(schedule, p, m, v);
+  const formula = bubbleFormula(state);
   const bubbleMeasured = state.metrics.get("bubble_fraction");
   const bubbleIdeal = state.metrics.get("bubble_fraction_ideal")?.value ?? state.schedule?.bubble_fraction;
   const fixed = (x) => (x === null || x === undefined ? "not yet" : x.toFixed(3));
   const bubble = grid("Bubble fraction: the share of rank-time spent idle", ["what", "value", "how"], [
     ["measured", fixed(bubbleMeasured?.value), "idle ÷ (ranks × makespan), timed by the ranks at the end of the run"],
     ["ideal grid", fixed(bubbleIdeal), "idle slots of the ideal grid"],
-    ["formula", formula ? (formula.num / formula.den).toFixed(3) : "no closed form",
-      formula ? `${formula.text} = ${formula.num}/${formula.den} ${t(formula.text.includes("v") ? "with p = {p}, m = {m}, v = {v}" : "with p = {p}, m = {m}", { p, m, v })}`
-        : "the grid's idle slots are the prediction"],
+    ["formula", formula?.value != null ? formula.value.toFixed(3) : formula ? "no closed form" : "not yet",
+      formula?.value != null ? `${formula.text} ${t(formula.text.includes("v") ? "with p = {p}, m = {m}, v = {v}" : "with p = {p}, m = {m}", { p, m, v })}`
+        : formula?.text ?? "the lesson's formula arrives with its ideal grid"],
   ], { cache, className: "pipeline-bubble-table" });
 
   const peaks = state.rankMetrics.get("peak_activations_in_flight") || new Map();
@@ -98,7 +97,7 @@ export function pipelineTable(state, { params, cache } = {}) {
       state.ranks.map((rs) => {
         const list = series.get(rs.rank) || [];
         const reported = peaks.get(rs.rank)?.at(-1)?.value;
-        const b = activationBound(schedule, p, m, rs.rank);
+        const b = activationBound(state, rs.rank);
         const pb = bytes.get(rs.rank)?.at(-1)?.value;
         return [`rank ${rs.rank}`, String(list.at(-1)?.value ?? 0),
           reported !== undefined ? String(reported) : t("{n} so far", { n: Math.max(0, ...list.map((e) => e.value)) }),

@@ -8,6 +8,7 @@
 
 import { changed, fill, h, remPx, sizeOf } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
+import { bucketOf } from "paralab/log-contents.js";
 import { formatMs, ganttFrame, ganttSvg, timeAxis } from "paralab/views/gantt.js";
 import { GROUP_COLOURS } from "paralab/palette.js";
 
@@ -98,9 +99,8 @@ function computeText(sp) {
 }
 
 function collectiveLook(sp, topology) {
-  const bucket = /^bucket (\d+)/.exec(sp.label || "");
-  if (bucket) {
-    const b = Number(bucket[1]);
+  const b = bucketOf(sp.begin || sp);
+  if (b !== null) {
     return { fill: BUCKET_COLOURS[b % BUCKET_COLOURS.length], text: t("bucket {b}", { b }), short: `${b}`, bucket: b };
   }
   const kind = groupKind(sp.group);
@@ -165,7 +165,8 @@ function rankRow(rs, state, topology) {
 }
 
 /** The panel: legend, chart, and the overlap in words. Returns whether there is anything to draw. */
-export function renderTimeline(container, state, { runId, lesson }) {
+/** ctx.contents: what the whole log holds; a log with data-parallel buckets gets the overlap lane. */
+export function renderTimeline(container, state, { runId, contents }) {
   const extent = spanExtent(state);
   if (!extent) {
     changed(container, "none");
@@ -177,7 +178,7 @@ export function renderTimeline(container, state, { runId, lesson }) {
   const key = [runId, state.index, width, rem].join(",");
   if (!changed(container, key)) return true;
   const topology = Boolean(state.topology);
-  const overlapLane = lesson === "dp";
+  const overlapLane = Boolean(contents?.buckets);
   const axis = timeAxis(extent.start, extent.end);
   const frame = ganttFrame({ width, rem });
   const stats = [];
@@ -223,8 +224,8 @@ function legend(state, { topology, overlapLane }) {
   const groups = new Set();
   for (const rs of state.ranks) {
     for (const sp of rs.spans) {
-      const b = /^bucket (\d+)/.exec(sp.label || "");
-      if (b) buckets.add(Number(b[1]));
+      const b = sp.kind === "collective" ? bucketOf(sp.begin || sp) : null;
+      if (b !== null) buckets.add(b);
       if (sp.kind === "compute") kinds.add(computeKind(sp.name || ""));
       if (sp.kind === "collective") { ops.add(sp.op); groups.add(groupKind(sp.group)); }
     }
@@ -247,7 +248,7 @@ function overlapSummary(stats, state) {
   const comm = withComm.reduce((a, st) => a + st.commTime, 0);
   const hidden = withComm.reduce((a, st) => a + st.overlapTime, 0);
   const share = hidden / comm;
-  const bucketed = state.ranks.some((rs) => rs.spans.some((sp) => /^bucket \d+/.test(sp.label || "")));
+  const bucketed = state.ranks.some((rs) => rs.spans.some((sp) => sp.kind === "collective" && bucketOf(sp.begin || sp) !== null));
   return h("p", { class: ["gantt-summary", share > 0.2 ? "good" : "bad"] },
     h("strong", {}, t("{percent}% of the all-reduce time ran while the ranks were still computing", { percent: Math.round(100 * share) })),
     ` ${t("({hidden} of {total} per rank).", { hidden: formatMs(hidden / withComm.length), total: formatMs(comm / withComm.length) })} `,

@@ -16,7 +16,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from workers.cost_model import bandwidths, fit_line, predict
+from workers.cost_model import bandwidths, fit_line, model_formula, predict
 from workers.lessons.collectives import expected
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX}
@@ -196,8 +196,11 @@ def report_point(lab, op, world, size_bytes, seconds, fit, round_trip=False):
     algbw, busbw = bandwidths(op, world, moved, seconds)
     predicted = predict("send" if round_trip else op, world, size_bytes, fit.alpha, fit.beta) * (2 if round_trip else 1)
     extra = {"round_trip": True} if round_trip else {}
+    model, formula = model_formula("send" if round_trip else op, world)
+    if round_trip:
+        model, formula = "ping-pong round trip", "T(m) = 2(α + m·β)"
     lab.metric("cost_sweep", seconds, "s", bytes=size_bytes, algbw=algbw, busbw=busbw, predicted=predicted, **extra,
-               formula="measured; predicted by the α–β model (see workers/cost_model.py)")
+               model=model, formula=formula)
 
 
 def time_barrier(lab, world, fit):

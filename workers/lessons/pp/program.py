@@ -94,8 +94,9 @@ def run(lab, p):
         lab.emit_event("schedule", schedule=p.schedule, grid=ideal["grid"], notes=ideal["notes"],
                        placement=placement, bubble_fraction=ideal["bubble_fraction"],
                        slow_stage=p.slow_stage, slow_factor=SLOW_FACTOR if p.slow_stage is not None else None)
-        lab.metric("bubble_fraction_ideal", ideal["bubble_fraction"], "",
-                   formula="idle slots of the ideal grid; (p − 1)/(m + p − 1) for GPipe and 1F1B")
+        formula, expected = bubble_formula(p.schedule, world, p.microbatches, v)
+        lab.metric("bubble_fraction_ideal", ideal["bubble_fraction"], "", formula=formula,
+                   **({} if expected is None else {"expected": expected}))
 
     layers = make_stack(num_stages, p.hidden, p.seed)
     reference = [copy.deepcopy(layer) for layer in layers]
@@ -112,8 +113,24 @@ def run(lab, p):
         losses = run_torch_schedule(lab, p, mine, num_stages, x, target, timing, spans, pp)
 
     check_against_reference(lab, p, reference, mine, x, target, losses, num_stages)
-    report_bubbles(lab, spans, timing, placement)
+    report_bubbles(lab, p, spans, timing)
     report_activation_bytes(lab, p, timing)
+
+
+def bubble_formula(schedule, p, m, v):
+    """The bubble fraction's closed form for `schedule`, worked for these numbers: (text, value);
+    (words, None) for the schedules that have none."""
+    if schedule.lower() in ("gpipe", "1f1b"):
+        return f"(p − 1) / (m + p − 1) = {p - 1}/{m + p - 1}", (p - 1) / (m + p - 1)
+    if schedule in ("Interleaved1F1B", "LoopedBFS"):
+        return f"(p − 1) / (v·m + p − 1) = {p - 1}/{v * m + p - 1}", (p - 1) / (v * m + p - 1)
+    return ("no closed form — this schedule fills the bubble with weight-gradient (W) work; "
+            "the grid's idle slots are the prediction"), None
+
+
+def activation_bound(schedule, p, m, rank):
+    """How many microbatches' activations `rank` may hold at most: (formula, value), or None."""
+    return {"1f1b": ("p − rank", p - rank), "gpipe": ("m", m)}.get(schedule.lower())
 
 
 def run_own_engine(lab, p, mine, x, target, timing, spans):
@@ -208,7 +225,7 @@ def check_against_reference(lab, p, reference, mine, x, target, losses, num_stag
                       f"dL/d{name} of stage {s} against the same layer trained in one process")
 
 
-def report_bubbles(lab, spans, timing, placement):
+def report_bubbles(lab, p, spans, timing):
     """Gather every rank's busy time and span: the measured bubble fraction."""
     busy = sum(end - start for start, end in spans)
     mine = torch.tensor([busy, min(s for s, _ in spans), max(e for _, e in spans)], dtype=torch.float64)
@@ -217,8 +234,10 @@ def report_bubbles(lab, spans, timing, placement):
     if lab.rank == 0:
         bubble = 1 - float(everyone[:, 0].sum()) / (lab.world_size * makespan)
         lab.metric("bubble_fraction", bubble, "", formula="idle / (ranks × makespan), measured")
+    bound = activation_bound(p.schedule, lab.world_size, p.microbatches, lab.rank)
     lab.metric("peak_activations_in_flight", timing.peak_in_flight, "microbatches",
-               formula="1F1B: at most p − rank; GPipe: m")
+               **({"formula": bound[0], "bound": bound[1]} if bound else
+                  {"formula": "microbatches whose activations this rank held at once, measured"}))
 
 
 def report_activation_bytes(lab, p, timing):

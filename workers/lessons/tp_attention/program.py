@@ -81,7 +81,7 @@ def run(lab, p):
             if first <= r < first + replicas:
                 comm.all_reduce(wk.grad, group=group, label="sum the replicated K head's gradient")
                 comm.all_reduce(wv.grad, group=group, label="sum the replicated V head's gradient")
-    report_kv_cache_copies(lab, kv_heads.start // d, replicas)
+    report_kv_cache_copies(lab, p, kv_heads.start // d, replicas)
 
     lab.check("output Y", y, ref_out, "this rank's Y against the single-process attention")
     lab.check("input gradient dX", x.grad, ref[0].grad, "dL/dX after f's all-reduce against the reference")
@@ -91,10 +91,13 @@ def run(lab, p):
     lab.check("Wo shard gradient", wo.grad, ref[4].grad[:, q_heads], "dL/dWo for this rank's heads' columns")
 
 
-def report_kv_cache_copies(lab, first_kv_head, replicas):
+def report_kv_cache_copies(lab, p, first_kv_head, replicas):
     """How many ranks store the same K cache, counted from what each rank holds, beside t / n_kv."""
     with lab.untraced():                                                   # a count for the page, not the lesson's traffic
         held = comm.all_gather(torch.tensor([first_kv_head], device=lab.device))   # [t]: each rank's first KV head
     copies = max(held.tolist().count(head) for head in held.tolist())
     if lab.rank == 0:
-        lab.metric("kv_cache_copies", copies, "copies", expected=replicas, formula="t / n_kv when n_kv < t, else 1")
+        t = lab.world_size
+        worked = f"{t} / {p.kv_heads} = {replicas}" if p.kv_heads < t else "n_kv ≥ t, so 1"
+        lab.metric("kv_cache_copies", copies, "copies", expected=replicas,
+                   formula=f"t / n_kv when n_kv < t, else 1 (t = {t}, n_kv = {p.kv_heads}: {worked})")

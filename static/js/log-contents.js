@@ -1,0 +1,45 @@
+/**
+ * What a run's log holds, kept up to date as events arrive (one `note` per event, never a scan of
+ * the log): the kinds of event, the metric names, and the few shapes of data a view needs to know
+ * exist — pipeline stage actions, communication between two computations, data-parallel buckets.
+ * The view registry (views/registry.js) picks the lesson page's panels from it, so the same page
+ * serves every lesson, and code nobody here wrote, with no lesson ids.
+ */
+
+/** An empty summary: the log of a run that has sent nothing yet. */
+export function emptyContents() {
+  return {
+    kinds: new Set(),          // event kinds seen: "collective", "p2p", "compute", "tensor", …
+    metrics: new Set(),        // metric names seen
+    stagedCompute: false,      // a compute span of a pipeline stage (its event names a `stage`)
+    commBetweenCompute: false, // some rank computed, called a collective, then computed again
+    buckets: false,            // a collective carries a data-parallel bucket
+    gated: new Set(),          // the kinds of call ranks stopped before in step mode: "p2p", "collective"
+    origins: false,            // a tensor snapshot says which ranks each element came from (`origin`)
+    ranks: new Map(),          // rank → "computed" | "communicated after computing"
+  };
+}
+
+/** A bucket number from the event's `bucket` field, or from a "bucket 2 …" label where a lesson has no field yet. */
+export function bucketOf(e) {
+  if (Number.isInteger(e.bucket)) return e.bucket;
+  const m = /^bucket (\d+)/.exec(e.label || "");
+  return m ? Number(m[1]) : null;
+}
+
+/** Take one event into the summary. */
+export function noteEvent(contents, e) {
+  contents.kinds.add(e.kind);
+  if (e.kind === "metric") contents.metrics.add(e.name);
+  if (e.kind === "gate") contents.gated.add(e.call === "p2p" ? "p2p" : "collective");
+  if (e.kind === "tensor" && Array.isArray(e.origin)) contents.origins = true;
+  if (e.kind === "compute" && e.phase === "begin") {
+    if (e.stage !== undefined && e.stage !== null) contents.stagedCompute = true;
+    if (contents.ranks.get(e.rank) === "communicated") contents.commBetweenCompute = true;
+    else contents.ranks.set(e.rank, contents.ranks.get(e.rank) || "computed");
+  }
+  if (e.kind === "collective" && e.phase === "begin") {
+    if (contents.ranks.get(e.rank) === "computed") contents.ranks.set(e.rank, "communicated");
+    if (bucketOf(e) !== null) contents.buckets = true;
+  }
+}
