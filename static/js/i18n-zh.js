@@ -103,6 +103,7 @@ export const ZH = {
   "Nothing communicated yet at this step.": "这一步还没有通信。",
   "No checks yet at this step: each rank compares its numbers with the single-process reference at the end.":
     "这一步还没有校验：最后每个 rank 会把结果与单进程参考对比。",
+  "Waiting for the presenter to start a run: it appears here, live, as soon as it starts.": "等待主讲人开始运行：运行一开始就会在这里实时出现。",
   "Press ▶ Run to start the ranks. Then step through what they did: Space or → next event, ← back, Home/End, or ▶ Play.":
     "按 ▶ 运行 启动各 rank，然后逐步查看它们做了什么：空格或 → 下一个事件，← 后退，Home/End，或 ▶ 播放。",
   "Every tensor shown so far is drawn in the panels above.": "目前的张量都画在上面的面板里。",

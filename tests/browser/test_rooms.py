@@ -57,6 +57,7 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     expect(follower).to_have_url(re.compile(f"/rooms/{code}$"))
     expect(follower.locator("#room-role")).to_have_text("Following live")
     expect(follower.locator("#run-form")).to_be_hidden()               # followers do not run anything
+    expect(follower.locator("#lanes")).to_contain_text("Waiting for the presenter to start a run")
     expect(page.locator("#follower-count")).to_have_text("1 follower", timeout=5_000)
 
     # The presenter runs the lesson; the follower sees the same run.

@@ -66,7 +66,9 @@ function showTimeline(svg, rs, state, t0, t1) {
 
 export function renderLanes(container, state) {
   if (!state.ranks.length) {
-    fill(container, h("p", { class: "empty" }, "Press ▶ Run to start the ranks. Then step through what they did: Space or → next event, ← back, Home/End, or ▶ Play."));
+    fill(container, h("p", { class: "empty" }, document.body.dataset.role === "follower"
+      ? "Waiting for the presenter to start a run: it appears here, live, as soon as it starts."
+      : "Press ▶ Run to start the ranks. Then step through what they did: Space or → next event, ← back, Home/End, or ▶ Play."));
     return;
   }
   const times = state.ranks.flatMap((rs) => rs.spans.map((sp) => sp.t0));
