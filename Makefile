@@ -24,4 +24,4 @@ test: install-test system-deps
 	$(PYTHON) -m pytest -q
 
 bench: install
-	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py && $(PYTHON) bench/room_followers.py
+	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py && $(PYTHON) bench/call_timing.py && $(PYTHON) bench/room_followers.py
