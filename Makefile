@@ -32,4 +32,4 @@ readme:
 	$(PYTHON) -m tests.test_docs
 
 bench: install
-	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py && $(PYTHON) bench/room_followers.py
+	$(PYTHON) bench/run_latency.py && $(PYTHON) bench/tracing_overhead.py && $(PYTHON) bench/call_timing.py && $(PYTHON) bench/room_followers.py

@@ -14,7 +14,7 @@ from tests.app.helpers import events, ws_connect, ws_until_final
     ("unknown_field", "rank 1 sent a compute event with the field `colour`, which a compute event does not have"),
 ])
 def test_a_malformed_event_fails_the_run_and_is_never_shown(server, what, named):
-    run = server.run("malformed", 2, {"what": what, "rank": 1})
+    run = server.run("crash", 2, {"how": what, "rank": 1})
     assert run["status"] == "failed"
     assert run["error"]["kind"] == "protocol" and run["error"]["rank"] == 1
     assert run["error"]["message"].startswith(named)

@@ -8,6 +8,16 @@ import asyncio
 from app.hub import Hub
 from app.runs import RunManager
 from app.settings import Settings
+from workers.protocol import Collective
+
+
+def all_reduce(phase: str, t: float, **fields) -> dict:
+    """A well-formed all-reduce event (the server checks each at ingest), without its rank (the
+    event port sets it)."""
+    event = Collective(phase=phase, rank=0, t=t, op="all_reduce", group="world", ranks=[0, 1], cseq=1, shape=[4],
+                       dtype="float32", bytes=16, wire_bytes=16, site="p.py:22", **fields).to_dict()
+    del event["rank"]
+    return event
 
 
 def conclude(tmp_path, world_size: int, messages: list[tuple[int | None, dict]]) -> dict:
@@ -34,9 +44,8 @@ def cut_off(rank: int) -> list[tuple[int, dict]]:
     """What a rank sends when a peer's death breaks its all-reduce: the span's end with an error,
     then the error that ended the rank."""
     message = "RuntimeError: Connection closed by peer"
-    return [(rank, {"kind": "collective", "phase": "begin", "op": "all_reduce", "t": 0.1, "site": "p.py:22"}),
-            (rank, {"kind": "collective", "phase": "end", "op": "all_reduce", "t": 0.2, "site": "p.py:22",
-                    "error": message}),
+    return [(rank, all_reduce("begin", 0.1)),
+            (rank, all_reduce("end", 0.2, error=message)),
             (rank, {"kind": "log", "level": "error", "t": 0.2, "message": message, "site": "p.py:22",
                     "traceback": "..."})]
 
@@ -78,7 +87,7 @@ def test_when_every_failure_is_in_communication_the_lowest_rank_is_named(tmp_pat
 
 def test_a_timed_out_report_is_a_timeout_naming_where_each_rank_was(tmp_path):
     ended = conclude(tmp_path, 2, [
-        (0, {"kind": "collective", "phase": "begin", "op": "all_reduce", "t": 0.1, "site": "p.py:22"}),
+        (0, all_reduce("begin", 0.1)),
         report((0, -9, True), (1, -9, True), timed_out=True)])
     assert ended["status"] == "failed"
     assert ended["error"]["kind"] == "timeout"

@@ -6,6 +6,14 @@ import torch
 
 from workers import comm
 
+MALFORMED = {   # each sent by hand, past the constructors in workers/protocol.py
+    "bytes_as_text": {"kind": "collective", "phase": "begin", "op": "all_reduce", "group": "world", "ranks": [0, 1],
+                      "cseq": 9, "shape": [4], "dtype": "float32", "bytes": "16", "wire_bytes": 16, "site": None,
+                      "label": "the malformed one"},
+    "unknown_kind": {"kind": "telemetry", "label": "the malformed one"},
+    "unknown_field": {"kind": "compute", "phase": "begin", "name": "F", "colour": "red", "label": "the malformed one"},
+}
+
 
 def run(lab, p):
     x = torch.ones(4) * lab.rank
@@ -27,4 +35,7 @@ def run(lab, p):
             for _ in range(64):
                 os.write(1, block)
             os.write(2, b"\nthe last words of the flood\n")
+        if p.how in MALFORMED:
+            lab._tracer.emit({**MALFORMED[p.how], "rank": lab.rank, "t": lab._tracer.clock()})
+            time.sleep(30)   # the server ends the run; nothing after the bad event is recorded
     comm.all_reduce(x, label="a second all-reduce")
