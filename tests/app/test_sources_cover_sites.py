@@ -12,7 +12,7 @@ SMALL_RUNS = [
     ("tp_mlp", 2, {}), ("sp_mlp", 2, {}), ("collectives", 2, {"op": "all_gather"}), ("ring_allreduce", 3, {}),
     ("pp", 2, {"microbatches": 2}), ("pp", 2, {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 2}),
     ("dp", 2, {}), ("zero", 2, {}), ("tp_attention", 2, {}), ("three_d", 8, {}),
-    ("deadlock", 2, {"bug": "op_mismatch", "timeout_s": 1}), ("every_kind", 2, {}),
+    ("deadlock", 2, {"bug": "op_mismatch", "timeout_s": 1}), ("every_kind", 2, {}), ("context_parallel", 2, {}),
 ]
 
 

@@ -27,7 +27,9 @@ def client(tmp_path):
     for tensor_id, values in {"r0t0": [1.5, -2.0, 0.25, 8.0], "r0t1": [1.0, float("nan"), float("inf"), -float("inf")]}.items():
         rec.save_tensor({"blob": tensor_id, "shape": [2, 2], "dtype": "float32",
                          "data": base64.b64encode(struct.pack("<4f", *values)).decode()})
-    return Client(create_app(Settings(DATA_DIR=tmp_path)))
+    app = create_app(Settings(DATA_DIR=tmp_path))
+    app.state.manager._load_recorded_runs()                  # what start() does, without a launcher
+    return Client(app)
 
 
 class Client:
