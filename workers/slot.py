@@ -22,14 +22,15 @@ from workers import supervisor
 from workers.launch_request import LaunchRequest
 
 
-def _spawn(module: str, *args: str) -> subprocess.Popen:
+def _spawn(module: str, *args: str, stderr=None) -> subprocess.Popen:
     """A child interpreter that dies with this process (it checks PARALAB_PARENT_PID as it starts)."""
     return subprocess.Popen([sys.executable, "-m", module, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PARALAB_PARENT_PID": str(os.getpid())})
+                            stderr=stderr, text=True, env={**os.environ, "PARALAB_PARENT_PID": str(os.getpid())})
 
 
 def _standby() -> subprocess.Popen:
-    return _spawn("workers.standby")
+    """A standby's stderr (where its rank prints, once assigned) is a pipe this slot reads."""
+    return _spawn("workers.standby", stderr=subprocess.PIPE)
 
 
 def _wait_ready(standbys: list[subprocess.Popen]) -> None:
@@ -54,14 +55,16 @@ def main() -> None:
     standbys += extra
     workdir = tempfile.mkdtemp(prefix=f"paralab-{request.run_id}-")
     job = {"request": request.to_json(), "store": os.path.join(workdir, "store")}
-    ranks = {}
+    ranks, outputs = {}, {}
     for rank, standby in enumerate(standbys[: request.world_size]):
+        outputs[rank] = supervisor.OutputTail(os.dup(standby.stderr.fileno()), request.output_bytes)
+        standby.stderr.close()
         standby.stdin.write(json.dumps({**job, "rank": rank}) + "\n")
         standby.stdin.flush()
         ranks[standby.pid] = rank
     for spare in standbys[request.world_size:]:
         spare.stdin.close()   # a spare exits on end of input
-    supervisor.finish(request, ranks, workdir)
+    supervisor.finish(request, ranks, workdir, outputs)
 
 
 class SlotPool:

@@ -49,6 +49,7 @@ export const host = {
   name: page.dataset.host || null,
   fetchLesson: async (id) => (await fetch(`/api/lessons/${encodeURIComponent(id)}?lang=${currentLang()}`)).json(),
   start: null,                       // (body) → start a run elsewhere; null: POST /api/runs
+  cancel: null,                      // (run) → cancel it elsewhere (a room: its socket); null: DELETE /api/runs/{id}
   connect: (run, handlers) => connectRun(run.id, { since: 0, ...handlers }),
   writeUrl: !page.dataset.host,      // the address bar names the run and step (not in a room)
 };
@@ -178,6 +179,7 @@ async function openRecordedRun(runId, seq) {
 
 cancelButton.addEventListener("click", async () => {
   const run = store.state.run;
+  if (run && host.cancel) return host.cancel(run);   // a room's run obeys its presenter's socket only
   if (run) await fetch(`/api/runs/${encodeURIComponent(run.id)}`, { method: "DELETE" });
 });
 

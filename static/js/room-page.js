@@ -288,6 +288,11 @@ host.start = (body) => {
   runButton.disabled = true;
 };
 
+/** Cancel through the room's socket: the server refuses a room's run's cancel without the presenter's secret. */
+host.cancel = () => {
+  if (role === "presenter") socket.send({ op: "cancel" });
+};
+
 /** The run's "connection" for lesson-page: the room's socket, the stepper's messages in the room's words. */
 host.connect = (run, callbacks) => {
   handlers = callbacks;

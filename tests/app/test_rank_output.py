@@ -38,3 +38,14 @@ def test_a_short_print_is_kept_whole(server):
     assert [e["rank"] for e in printed] == [0]
     assert printed[0]["output"] == 'a lesson printing to stdout\n{"pid": 999999999}\n'
     assert printed[0]["dropped_bytes"] == 0 and "capped" not in printed[0]["message"]
+
+
+def test_in_spawn_mode_a_ranks_flood_is_capped_the_same_way(server_factory, tmp_path):
+    """Spawn mode (macOS's start method): a standby's prints go to a pipe its slot reads."""
+    spawn = server_factory(tmp_path, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2"})
+    run = spawn.wait_run(spawn.start_run("crash", 2, {"how": "flood", "rank": 0})["id"], timeout=120)
+    assert run["status"] == "done", run["error"]
+    printed = [e for e in events(spawn, run["id"]) if e["kind"] == "log" and e.get("level") == "output"]
+    flood = next(e for e in printed if e["rank"] == 0)
+    assert flood["output_bytes"] >= 64 * (1 << 20)
+    assert flood["output"].endswith("the last words of the flood\n") and len(flood["output"]) <= 8 * 1024

@@ -145,3 +145,19 @@ def test_only_the_most_recent_ended_runs_stay_in_memory_and_the_rest_reload(tmp_
     assert first is not runs[0] and first.status == "done"
     assert [e["seq"] for e in first.events] == [e["seq"] for e in runs[0].events]
     assert after == {runs[3].id, runs[0].id}
+
+
+def test_only_the_ranks_own_events_count_as_progress_for_hang_detection(tmp_path):
+    """A flood of pause/continue (the server's own `run` events) must not keep a hung run looking alive."""
+    async def scenario():
+        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+        manager.runs_dir.mkdir(parents=True)
+        run = manager.create("crash", 2, {}, True, "gloo")
+        run.last_event_at = 0.0
+        manager.record(run, {"kind": "run", "status": "running", "stepping": False})
+        quiet_after_server_event = run.last_event_at
+        manager.record(run, {"kind": "gate", "phase": "waiting", "rank": 0, "t": 0.1})
+        return quiet_after_server_event, run.last_event_at
+
+    after_server, after_rank = asyncio.run(scenario())
+    assert after_server == 0.0 and after_rank > 0.0
