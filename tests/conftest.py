@@ -3,6 +3,7 @@ its own data dir and the tests' extra lessons), and helpers to start runs and wa
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -34,18 +35,26 @@ SLOW_TESTS = {
 def pytest_collection_modifyitems(config, items):
     """Marks each test by what it needs, for `-m` (see pyproject.toml): `browser` for every test under
     tests/browser; `sandbox` for every test that skips where bubblewrap is missing (it judges learner
-    code in the sandbox); `slow` as told above."""
-    first_cases: set[tuple] = set()
+    code in the sandbox) — and a test marked `sandbox` by hand skips there; `slow` as told above."""
+    first_cases: set[str] = set()
     for item in items:
         if item.path.is_relative_to(BROWSER_TESTS):
             item.add_marker(pytest.mark.browser)
         if any("bubblewrap" in mark.kwargs.get("reason", "") for mark in item.iter_markers("skipif")):
             item.add_marker(pytest.mark.sandbox)
+        elif item.get_closest_marker("sandbox") and not sandbox_available():
+            item.add_marker(pytest.mark.skip(reason="bubblewrap is not available"))
         if is_slow(item, first_cases):
             item.add_marker(pytest.mark.slow)
 
 
-def is_slow(item, first_cases: set[tuple]) -> bool:
+@functools.cache
+def sandbox_available() -> bool:
+    from workers import sandbox
+    return sandbox.available()
+
+
+def is_slow(item, first_cases: set[str]) -> bool:
     fixtures = set(getattr(item, "fixturenames", ()))
     path = str(item.path.relative_to(REPO))
     name = f"{path}::{getattr(item, 'originalname', item.name)}"

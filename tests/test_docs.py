@@ -1,13 +1,15 @@
 """Docs that match the code. The README's lesson table is the one the lesson registry writes (every
 lesson, its title, summary and the mistakes it reproduces); `python3 -m tests.test_docs` (or
-`make readme`) rewrites it. docs/lessons.md's example lesson is run as real lessons are: its
-parameters on LessonParams, validated for a world size."""
+`make readme`) rewrites it. The README's Developing section explains every test marker pytest
+knows. docs/lessons.md's example lesson is run as real lessons are: its parameters on LessonParams,
+validated for a world size."""
 
 from __future__ import annotations
 
 import ast
 import re
 import sys
+import tomllib
 import types
 import typing
 from pathlib import Path
@@ -65,6 +67,13 @@ def test_the_lesson_table_names_the_mistakes_a_lesson_reproduces():
     assert rows["| `tp_mlp`"].endswith("Mistake: `swap_f_g`. |")
     assert rows["| `three_d`"].endswith("Mistakes: `sync_every_microbatch`, `sync_before_last_backward`. |")
     assert "Mistake" not in rows["| `collectives`"]
+
+
+def test_the_readme_explains_every_test_marker_pytest_knows():
+    registered = {line.split(":")[0].strip(' "') for line in
+                  tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
+    explained = set(re.findall(r"^\| `(\w+)` \|", README.read_text().split("## Developing")[1].split("\n## ")[0], re.M))
+    assert registered == explained == {"browser", "sandbox", "slow"}
 
 
 def python_block_after(heading: str, text: str) -> str:
