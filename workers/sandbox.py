@@ -39,7 +39,6 @@ STOP_POLL_S = 0.05                 # how often a running job looks at its `stop`
 WATCHDOG_POLL_S = 0.25             # how often the memory watchdog sums the job's memory (no cgroup)
 OUTPUT_TAIL_BYTES = 64 * 1024      # what is kept of each of stdout and stderr (the end)
 NOBODY = 65534
-HIDDEN = ("reference.py", "reference.")   # problems' reference solutions (and their .pyc) are not bound
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,8 @@ class Outcome:
 
 
 def available() -> bool:
-    """Whether bubblewrap can start a sandbox here."""
-    if shutil.which("bwrap") is None:
+    """Whether bubblewrap can start a sandbox here (and, as root, setpriv drop to nobody in it)."""
+    if shutil.which("bwrap") is None or (os.geteuid() == 0 and shutil.which("setpriv") is None):
         return False
     probe = subprocess.run(["bwrap", *_namespaces(), "--ro-bind", "/", "/", "true"], capture_output=True,
                            env=clean_environment())
@@ -104,20 +103,19 @@ def _as_nobody() -> list[str]:
     """As root: the command that drops to nobody, without capabilities, before the program starts."""
     if os.geteuid() != 0:
         return []
-    return [shutil.which("setpriv") or "setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+    return [shutil.which("setpriv"), "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def _hidden_files() -> list[Path]:
     """The problems' reference solutions and their bytecode: a learner must not import them."""
-    return sorted(p for p in (REPO / "workers" / "problems").rglob("reference*")
-                  if p.is_file() and (p.name == HIDDEN[0] or p.name.startswith(HIDDEN[1])))
+    return sorted(p for p in (REPO / "workers" / "problems").rglob("reference.*") if p.is_file())
 
 
 def bwrap_command(argv: list[str], job_dir: Path, limits: Limits = Limits()) -> list[str]:
     capabilities = [] if os.geteuid() == 0 else ["--cap-drop", "ALL"]   # as root, setpriv drops them
-    command = ["bwrap", *_namespaces(), "--die-with-parent", "--new-session", *capabilities, "--clearenv", "--hostname", "sandbox",
-               "--proc", "/proc", "--dev", "/dev",
+    command = ["bwrap", *_namespaces(), "--die-with-parent", "--new-session", *capabilities, "--clearenv",
+               "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
                "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
                "--ro-bind", str(job_dir), "/job", *_open_dir("/paralab"), "--ro-bind", str(REPO / "workers"), "/paralab/workers"]
     for hidden in _hidden_files():
