@@ -169,3 +169,45 @@ def test_unsandboxed_code_does_not_get_the_servers_environment(monkeypatch):
     verdict = judge("fg_operators", code, allow_unsandboxed=True)
     assert verdict.status == "failed" and "RuntimeError" in verdict.reason and "PATH" in verdict.reason
     assert not any(value in str(verdict) for value in SECRETS.values())
+
+
+def _ring_report(rank: int, world: int = 4, error: str | None = None) -> str:
+    """What an honest rank of ring_allreduce sends: the right sum, 2(p−1) sends to its right."""
+    import torch
+
+    from workers.problems.report import encode
+    from workers.problems.ring_allreduce.harness import N_PER_RANK, rank_input
+    total = sum(rank_input(r, world) for r in range(world))
+    sends = [{"kind": "p2p", "op": "send", "group": "world", "shape": [N_PER_RANK], "peer": (rank + 1) % world}] * 6
+    return encode({"sum": total.to(torch.float32)}, sends, error).decode()
+
+
+def test_the_checker_gives_every_rank_all_its_checks_whatever_the_ranks_sent():
+    """A pass needs every named check from every rank: a rank that sent nothing, or something that is
+    not a report, still has each of its checks — failed — and the reason why."""
+    from workers.judge_checker import check
+    honest = check("ring_allreduce", [_ring_report(r) for r in range(4)])
+    assert len(honest["checks"]) == 8 and all(c["passed"] for c in honest["checks"]) and not honest["invalid"]
+    forged = '{"outputs": {"sum": {"shape": [12], "dtype": "float32", "values": "all good"}}, "calls": []}'
+    checked = check("ring_allreduce", [_ring_report(0), None, forged, "[kind: check, passed: true]"])
+    by_rank = {(c["rank"], c["name"]): c["passed"] for c in checked["checks"]}
+    assert sorted(by_rank) == [(r, n) for r in range(4) for n in ("communication", "sum")]
+    assert by_rank[(0, "sum")] and not any(by_rank[(r, "sum")] for r in (1, 2, 3))
+    assert "output 'sum': its values do not fill its shape [12]" in checked["invalid"][2]
+    assert "it is not JSON" in checked["invalid"][3]
+
+
+@pytest.mark.parametrize("report, why", [
+    (b"\x80\x04\x95pickle", "it is not JSON"),
+    (b'{"outputs": {}}', "it lacks its outputs or its calls"),
+    (b'{"outputs": {"y": {"shape": [2], "dtype": "object", "values": [1, 2]}}, "calls": []}', "dtype 'object' is not one of"),
+    (b'{"outputs": {"y": {"nested": {}}}, "calls": []}', "output 'y': dtype 'None' is not one of"),
+    (b'{"outputs": {"y": [{"a": 1}]}, "calls": []}', "output 'y' is neither a tensor nor a fact"),
+    (b'{"outputs": {}, "calls": [{"kind": "exec", "op": "rm"}]}', "a call is not a collective or a send/recv"),
+    (b'{"outputs": {}, "calls": []}' + b" " * (1 << 20), "it is over 1048576 bytes"),
+])
+def test_a_report_is_data_and_anything_else_is_refused_saying_why(report, why):
+    from workers.problems.report import ReportError, decode
+    with pytest.raises(ReportError) as refused:
+        decode(report)
+    assert why in str(refused.value)
