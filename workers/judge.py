@@ -73,7 +73,8 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
     reason = screen(problem_id, code)
     if reason:
         return refuse(reason)
-    if not sandbox.available() and not allow_unsandboxed:
+    sandboxed = sandbox.available()
+    if not sandboxed and not allow_unsandboxed:
         return refuse("no sandbox is available here (bubblewrap); the operator has not allowed unsandboxed code")
     world = PROBLEMS[problem_id].world_size
     checker = _start_checker(problem_id)
@@ -81,7 +82,7 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
         channels = Channels(world)
         argv = [sys.executable, "-m", "workers.judge_runner", problem_id, "/job/submission.py",
                 *map(str, channels.write_ends)]
-        if sandbox.available():
+        if sandboxed:
             outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits, stop, channels.write_ends)
         else:
             outcome = _run_unsandboxed(argv, code, limits, stop, channels.write_ends)
