@@ -228,7 +228,7 @@ def _first_problem(texts: list[str | None], hung: list[int], hang_s, invalid: di
 def _error_of(text: str | None) -> str | None:
     try:
         error = json.loads(text).get("error") if text else None
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return error[:MAX_REASON_CHARS] if isinstance(error, str) else None
 

@@ -199,6 +199,7 @@ def test_the_checker_gives_every_rank_all_its_checks_whatever_the_ranks_sent():
 
 @pytest.mark.parametrize("report, why", [
     (b"\x80\x04\x95pickle", "it is not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "it is not JSON"),
     (b'{"outputs": {}}', "it lacks its outputs or its calls"),
     (b'{"outputs": {"y": {"shape": [2], "dtype": "object", "values": [1, 2]}}, "calls": []}', "dtype 'object' is not one of"),
     (b'{"outputs": {"y": {"nested": {}}}, "calls": []}', "output 'y': dtype 'None' is not one of"),

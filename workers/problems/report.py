@@ -60,8 +60,8 @@ def decode(data: bytes) -> Report:
         raise ReportError(f"it is over {MAX_REPORT_BYTES} bytes")
     try:
         body = json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ReportError(f"it is not JSON ({exc})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ReportError(f"it is not JSON ({str(exc)[:200]})") from None
     if not isinstance(body, dict) or not isinstance(body.get("outputs"), dict) or not isinstance(body.get("calls"), list):
         raise ReportError("it lacks its outputs or its calls")
     error = body.get("error")
