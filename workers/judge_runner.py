@@ -31,7 +31,8 @@ from workers.problems import PROBLEMS  # noqa: E402
 from workers.problems.report import encode  # noqa: E402
 from workers.tracer import Tracer  # noqa: E402
 
-HANG_S = 30
+HANG_S = 30                        # one collective or send/recv waiting longer fails (gloo's timeout)
+RUN_S = 75                         # the ranks' whole run (a loaded machine runs 1F1B's ranks for 40 s)
 MESSAGE_CHARS = 300                # of a learner's exception message
 PR_SET_DUMPABLE = 4
 
@@ -110,13 +111,13 @@ def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> 
     for fd in report_fds:
         os.close(fd)
     exits, hung = _wait(pids)
-    _write_all(control_fd, json.dumps({"exits": exits, "hung": hung, "hang_s": HANG_S}).encode())
+    _write_all(control_fd, json.dumps({"exits": exits, "hung": hung, "hang_s": RUN_S}).encode())
 
 
 def _wait(pids: dict[int, int]) -> tuple[dict[int, int], list[int]]:
-    """Each rank's exit code (−signal when killed); the ranks still alive after HANG_S + 5 s are
-    killed and listed."""
-    deadline = time.monotonic() + HANG_S + 5
+    """Each rank's exit code (−signal when killed); the ranks still alive after RUN_S are killed and
+    listed."""
+    deadline = time.monotonic() + RUN_S
     exits = {}
     while len(exits) < len(pids) and time.monotonic() < deadline:
         pid, status = os.waitpid(-1, os.WNOHANG)
