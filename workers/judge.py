@@ -17,8 +17,12 @@ from pathlib import Path
 
 from workers import sandbox
 from workers.problems import ALLOWED_IMPORTS, PROBLEMS
+from workers.problems.report import MAX_REPORT_BYTES
 
 MAX_CODE_BYTES = 64 * 1024
+MAX_REASON_CHARS = 1000
+CHECK_WALL_S = 60.0                # the checker: import torch, one process's reference, compare
+CHECKS_MAX_BYTES = 4 << 20         # what the checker prints: every check of every rank
 
 
 @dataclass
@@ -26,6 +30,7 @@ class Verdict:
     status: str                                  # "passed", "failed" or "refused"
     checks: list[dict] = field(default_factory=list)
     reason: str | None = None
+    note: str | None = None                      # e.g. how much of a flood of output was dropped
 
     @property
     def exit_code(self) -> int:
@@ -70,51 +75,189 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
     reason = screen(problem_id, code)
     if reason:
         return refuse(reason)
-    argv = [sys.executable, "-m", "workers.judge_runner", problem_id, "/job/submission.py"]
-    if sandbox.available():
-        outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits, stop)
-    elif allow_unsandboxed:
-        outcome = _run_unsandboxed(problem_id, code, limits, stop)
-    else:
+    sandboxed = sandbox.available()
+    if not sandboxed and not allow_unsandboxed:
         return refuse("no sandbox is available here (bubblewrap); the operator has not allowed unsandboxed code")
-    if outcome.reason:
-        return refuse(f"stopped: {outcome.reason}")
-    return _verdict(outcome, limits)
+    world = PROBLEMS[problem_id].world_size
+    checker = _start_checker(problem_id)
+    try:
+        channels = Channels(world)
+        argv = [sys.executable, "-m", "workers.judge_runner", problem_id, "/job/submission.py",
+                *map(str, channels.write_ends)]
+        if sandboxed:
+            outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits, stop, channels.write_ends)
+        else:
+            outcome = _run_unsandboxed(argv, code, limits, stop, channels.write_ends)
+        control, reports = channels.collect()
+        verdict = _verdict(problem_id, outcome, control, reports, channels.oversized(), checker, limits, stop)
+    finally:
+        _kill(checker)
+    verdict.note = outcome.output_note()
+    return verdict
 
 
-def _run_unsandboxed(problem_id: str, code: str, limits: sandbox.Limits,
-                     stop: threading.Event | None) -> sandbox.Outcome:
+class Channels:
+    """One pipe for the runner's account of how each rank ended, one per rank for its report: made
+    here, outside the sandbox; each read as it comes, at most `MAX_REPORT_BYTES` kept (the rest is
+    drained and counted, so no writer blocks)."""
+
+    def __init__(self, world: int):
+        pipes = [os.pipe() for _ in range(world + 1)]
+        self.write_ends = tuple(w for _, w in pipes)
+        self._readers = [_PipeReader(r) for r, _ in pipes]
+
+    def collect(self, timeout_s: float = 5.0) -> tuple[bytes | None, list[bytes | None]]:
+        """The control message and each rank's report (None where too large or still open)."""
+        for reader in self._readers:
+            reader.join(timeout_s)
+        control, *reports = [r.data() for r in self._readers]
+        return control, reports
+
+    def oversized(self) -> list[int]:
+        """The ranks whose report was over MAX_REPORT_BYTES."""
+        return [rank for rank, reader in enumerate(self._readers[1:]) if reader.total > MAX_REPORT_BYTES]
+
+
+class _PipeReader(threading.Thread):
+    def __init__(self, fd: int):
+        super().__init__(daemon=True)
+        self.fd, self.total, self.chunks = fd, 0, []
+        self.start()
+
+    def run(self) -> None:
+        with os.fdopen(self.fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(64 * 1024):
+                self.total += len(chunk)
+                if self.total <= MAX_REPORT_BYTES:
+                    self.chunks.append(chunk)
+
+    def data(self) -> bytes | None:
+        return None if self.total > MAX_REPORT_BYTES or self.is_alive() else b"".join(self.chunks)
+
+
+def _start_checker(problem_id: str) -> subprocess.Popen:
+    """The trusted comparer, started now so that its torch import overlaps the ranks' run."""
+    return subprocess.Popen([sys.executable, "-m", "workers.judge_checker", problem_id], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(sandbox.REPO),
+                            env=sandbox.clean_environment(PYTHONPATH=str(sandbox.REPO)), start_new_session=True)
+
+
+def _kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, 9)
+        process.wait()
+
+
+def _run_unsandboxed(argv: list[str], code: str, limits: sandbox.Limits, stop: threading.Event | None,
+                     pass_fds: tuple[int, ...]) -> sandbox.Outcome:
+    """For a trusted single-user machine only: the same runner, the same clean environment and
+    rlimits, no namespaces (the reference solutions stay readable)."""
     with tempfile.TemporaryDirectory() as job:
         path = Path(job) / "submission.py"
         path.write_text(code)
-        process = subprocess.Popen([sys.executable, "-m", "workers.judge_runner", problem_id, str(path)],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                   text=True, errors="replace", cwd=str(sandbox.REPO), start_new_session=True,
-                                   env={**os.environ, "PYTHONPATH": str(sandbox.REPO)})
-        stdout, stderr, reason = sandbox.supervise(process, limits.wall_s, stop)
-    return sandbox.Outcome(process.returncode, stdout, stderr, reason)
-
-
-def _verdict(outcome: sandbox.Outcome, limits: sandbox.Limits) -> Verdict:
-    results = []
-    for line in outcome.stdout.splitlines():
+        argv = [part if part != "/job/submission.py" else str(path) for part in argv]
         try:
-            results.append(json.loads(line))
-        except ValueError:
-            continue
-    errors = [r for r in results if "error" in r or r.get("kind") == "error"]
-    if errors:
-        first = errors[0]
-        limit = sandbox.exhausted(first.get("error") or first.get("message", ""), limits)
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                       cwd=job, start_new_session=True, pass_fds=pass_fds,
+                                       env=sandbox.clean_environment(PYTHONPATH=str(sandbox.REPO)))
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
+        outcome = sandbox.supervise(process, limits, stop, watch_memory=True)
+    if outcome.reason is None:
+        outcome.reason = sandbox.signalled(outcome.returncode, limits)
+    return outcome
+
+
+def _verdict(problem_id: str, outcome: sandbox.Outcome, control: bytes | None, reports: list[bytes | None],
+             oversized: list[int], checker: subprocess.Popen, limits: sandbox.Limits, stop: threading.Event | None) -> Verdict:
+    """Trust nothing the sandbox printed: how the ranks ended comes from the runner's control pipe,
+    what they computed from their own pipes, and every check from the checker outside."""
+    if outcome.reason:
+        return refuse(f"stopped: {outcome.reason}")
+    try:
+        ended = json.loads(control)
+        exits, hung = {int(r): int(c) for r, c in ended["exits"].items()}, list(ended["hung"])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        tail = outcome.stderr.strip().splitlines()[-1:] or [outcome.output_note() or "no output"]
+        return refuse(f"the judge produced no result ({tail[0][:300]})")
+    for code in exits.values():
+        limit = sandbox.signalled(code, limits)
         if limit:
             return refuse(f"stopped: {limit}")
-        rank = f"rank {first['rank']}: " if "rank" in first else ""
-        return Verdict("failed", checks=_merge(results), reason=rank + (first.get("error") or first.get("message")))
-    if not results:
-        tail = outcome.stderr.strip().splitlines()[-1:] or ["no output"]
-        return refuse(f"the judge produced no result ({tail[0]})")
-    checks = _merge(results)
-    return Verdict("passed" if all(c["passed"] for c in checks) else "failed", checks=checks)
+    texts = [_text(report) for report in reports]
+    checked = _check(problem_id, checker, texts, limits, stop)
+    if isinstance(checked, Verdict):
+        return checked
+    checks = _merge(checked["checks"])
+    invalid = {int(rank): why for rank, why in checked["invalid"].items()}
+    invalid |= {rank: f"rank {rank}'s report was refused: it is over {MAX_REPORT_BYTES} bytes" for rank in oversized}
+    reason = _first_problem(texts, hung, ended.get("hang_s"), invalid, limits)
+    if isinstance(reason, Verdict):
+        return reason
+    passed = not reason and checks and all(c["passed"] for c in checks)
+    return Verdict("passed" if passed else "failed", checks=checks, reason=reason)
+
+
+def _text(report: bytes | None) -> str | None:
+    try:
+        return report.decode() if report else None
+    except UnicodeDecodeError:
+        return "not UTF-8"           # refused by the checker as not JSON
+
+
+def _first_problem(texts: list[str | None], hung: list[int], hang_s, invalid: dict[int, str], limits: sandbox.Limits) -> str | Verdict | None:
+    """Why the ranks' run itself failed, before any check: a deadlock, a learner's exception, a
+    rank that never reported, a report that was refused."""
+    if hung:
+        return (f"the ranks did not finish within {hang_s} s — are they waiting for each other "
+                "(a deadlock: a call some rank never makes)?")
+    for rank, text in enumerate(texts):
+        error = _error_of(text)
+        if error:
+            limit = sandbox.exhausted(error, limits)
+            if limit:
+                return refuse(f"stopped: {limit}")
+            return error if error.startswith("your code raised while loading") else f"rank {rank}: {error}"
+    for rank, text in enumerate(texts):
+        if rank in invalid:
+            return invalid[rank]
+        if not text:
+            return f"rank {rank} ended without reporting (killed?)"
+    return None
+
+
+def _error_of(text: str | None) -> str | None:
+    try:
+        error = json.loads(text).get("error") if text else None
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return error[:MAX_REASON_CHARS] if isinstance(error, str) else None
+
+
+def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], limits: sandbox.Limits,
+           stop: threading.Event | None) -> dict | Verdict:
+    """Hand the reports to the checker and wait for its checks (as long as the stop event allows)."""
+    feed = threading.Thread(target=_feed, args=(checker, json.dumps({"reports": texts}).encode()), daemon=True)
+    feed.start()
+    outcome = sandbox.supervise(checker, sandbox.Limits(wall_s=CHECK_WALL_S), stop, keep=CHECKS_MAX_BYTES)
+    if outcome.reason == sandbox.CANCELLED:
+        return refuse(f"stopped: {outcome.reason}")
+    try:
+        checked = json.loads(outcome.stdout)
+        assert isinstance(checked["checks"], list) and isinstance(checked["invalid"], dict)
+        return checked
+    except (ValueError, KeyError, TypeError, AssertionError):
+        last = (outcome.stderr.strip().splitlines() or [outcome.reason or "no output"])[-1]
+        return refuse(f"the judge's checker failed ({last[:300]})")
+
+
+def _feed(process: subprocess.Popen, data: bytes) -> None:
+    try:
+        process.stdin.write(data)
+        process.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def _merge(results: list[dict]) -> list[dict]:
@@ -165,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     for check in verdict.checks:
         print(format_check(check))
     failed = sum(not c["passed"] for c in verdict.checks)
+    if verdict.note:
+        print(f"note: {verdict.note}")
     if verdict.status == "refused":
         print(f"refused: {verdict.reason}")
     elif verdict.reason:

@@ -1,8 +1,15 @@
-"""Inside the sandbox: run one problem's harness with the learner's code on fresh gloo ranks, and
-print every rank's checks as JSON lines (`{"check": …}` or `{"error": …}`) for the judge outside."""
+"""Inside the sandbox: run one problem's harness with the learner's code on fresh gloo ranks.
+
+`python -m workers.judge_runner PROBLEM SUBMISSION CONTROL_FD RANK_FD…` — the fds are pipes the judge
+made outside the sandbox. The runner forks the ranks first; each rank closes every pipe but its own
+and only then loads the learner's module, runs the harness and writes its report (its outputs and
+traced calls, workers/problems/report.py) to its own pipe. The runner itself never loads learner
+code: it waits for the ranks and writes how each ended to the control pipe. Nothing printed counts.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import importlib.util
 import json
@@ -21,85 +28,109 @@ import torch.distributed as dist  # noqa: E402
 from workers import comm  # noqa: E402
 from workers.lab import Lab  # noqa: E402
 from workers.problems import PROBLEMS  # noqa: E402
+from workers.problems.report import encode  # noqa: E402
 from workers.tracer import Tracer  # noqa: E402
 
-HANG_S = 30
+HANG_S = 30                        # one collective or send/recv waiting longer fails (gloo's timeout)
+RUN_S = 75                         # the ranks' whole run (a loaded machine runs 1F1B's ranks for 40 s)
+MESSAGE_CHARS = 300                # of a learner's exception message
+PR_SET_DUMPABLE = 4
 
 
-def _learner_trace(exc: BaseException, path: str) -> str:
+def _not_dumpable() -> None:
+    """No other process of the same user may open this one's /proc/PID/fd (the pipes) or ptrace it."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def learner_trace(exc: BaseException, path: str) -> str:
+    """Only the exception's type, its message (bounded) and the learner's own line."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    where = f" (your line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    where = f" (your line {frames[-1].lineno}: {(frames[-1].line or '')[:120]})" if frames else ""
+    message = str(exc)
+    if len(message) > MESSAGE_CHARS:
+        message = message[:MESSAGE_CHARS] + "…"
+    return f"{type(exc).__name__}: {message}{where}"
 
 
-def rank_main(problem_id: str, submission, path: str, rank: int, world: int, workdir: str) -> None:
+def _load(path: str):
+    spec = importlib.util.spec_from_file_location("submission", path)
+    submission = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(submission)
+    return submission
+
+
+def rank_main(problem_id: str, path: str, rank: int, world: int, workdir: str, report_fd: int) -> None:
     torch.set_num_threads(1)
-    results, calls = [], []
+    calls: list[dict] = []
 
     def emit(message: dict) -> None:
-        if message.get("kind") in ("collective", "p2p"):
+        if message.get("kind") in ("collective", "p2p") and message.get("phase") == "begin":
             calls.append(message)
-        elif message.get("kind") == "check":
-            results.append({key: value for key, value in message.items() if key != "tensors"})
 
     start = time.monotonic()
     tracer = Tracer(emit, rank, lambda: time.monotonic() - start)
-    store = dist.FileStore(os.path.join(workdir, "store"), world)
+    stage = "loading"
     try:
+        store = dist.FileStore(os.path.join(workdir, "store"), world)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timedelta(seconds=HANG_S))
         tracer.install()
         comm.use_tracer(tracer)
         harness = importlib.import_module(f"workers.problems.{problem_id}.harness")
-        harness.run(Lab(tracer, rank, world, torch.device("cpu")), submission, calls)
+        submission = _load(path)
+        stage = "running"
+        report = encode(harness.run(Lab(tracer, rank, world, torch.device("cpu")), submission), calls)
     except Exception as exc:
-        results.append({"kind": "error", "rank": rank, "message": _learner_trace(exc, path)})
-    with open(os.path.join(workdir, f"rank{rank}.json"), "w") as f:
-        json.dump(results, f)
+        prefix = "your code raised while loading: " if stage == "loading" else ""
+        report = encode({}, calls, error=prefix + learner_trace(exc, path))
+    _write_all(report_fd, report)
     os._exit(0)
 
 
-def main(problem_id: str, path: str) -> None:
-    problem = PROBLEMS[problem_id]
-    spec = importlib.util.spec_from_file_location("submission", path)
-    submission = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(submission)
-    except Exception as exc:
-        print(json.dumps({"error": f"your code raised while loading: {_learner_trace(exc, path)}"}))
-        return
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.close(fd)
+
+
+def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> None:
+    _not_dumpable()                                  # inherited by the ranks
+    world = PROBLEMS[problem_id].world_size
     workdir = tempfile.mkdtemp(prefix="judge-")
-    pids = []
-    for rank in range(problem.world_size):
+    pids = {}
+    for rank in range(world):
         pid = os.fork()
         if pid == 0:
-            rank_main(problem_id, submission, path, rank, problem.world_size, workdir)
-        pids.append(pid)
-    if not _wait(pids):
-        print(json.dumps({"error": f"the ranks did not finish within {HANG_S} s — are they waiting for "
-                                   "each other (a deadlock: a call some rank never makes)?"}))
-        return
-    for rank in range(problem.world_size):
-        try:
-            with open(os.path.join(workdir, f"rank{rank}.json")) as f:
-                for result in json.load(f):
-                    print(json.dumps(result))
-        except FileNotFoundError:
-            print(json.dumps({"error": f"rank {rank} ended without reporting (killed?)"}))
+            for fd in [control_fd, *report_fds[:rank], *report_fds[rank + 1:]]:
+                os.close(fd)
+            rank_main(problem_id, path, rank, world, workdir, report_fds[rank])
+        pids[pid] = rank
+    for fd in report_fds:
+        os.close(fd)
+    exits, hung = _wait(pids)
+    _write_all(control_fd, json.dumps({"exits": exits, "hung": hung, "hang_s": RUN_S}).encode())
 
 
-def _wait(pids: list[int]) -> bool:
-    deadline = time.monotonic() + HANG_S + 5
-    living = set(pids)
-    while living and time.monotonic() < deadline:
-        pid, _ = os.waitpid(-1, os.WNOHANG)
-        if pid:
-            living.discard(pid)
-        else:
+def _wait(pids: dict[int, int]) -> tuple[dict[int, int], list[int]]:
+    """Each rank's exit code (−signal when killed); the ranks still alive after RUN_S are killed and
+    listed."""
+    deadline = time.monotonic() + RUN_S
+    exits = {}
+    while len(exits) < len(pids) and time.monotonic() < deadline:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid in pids:
+            exits[pids[pid]] = os.waitstatus_to_exitcode(status)
+        elif not pid:
             time.sleep(0.01)
-    for pid in living:
-        os.kill(pid, signal.SIGKILL)
-    return not living
+    hung = sorted(rank for pid, rank in pids.items() if rank not in exits)
+    for pid, rank in pids.items():
+        if rank in hung:
+            os.kill(pid, signal.SIGKILL)
+    return exits, hung
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(fd) for fd in sys.argv[4:]])

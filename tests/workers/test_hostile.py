@@ -15,6 +15,8 @@ pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is n
 
 REFERENCE = (Path(__file__).resolve().parents[2] / "workers/problems/fg_operators/reference.py").read_text()
 LIMITS = sandbox.Limits(wall_s=20, cpu_s=10, memory_mb=3072, processes=48, file_mb=4)
+# each attack hits its own limit first, by construction: that limit tight, every other one far away
+ROOMY = dict(wall_s=90, cpu_s=60, memory_mb=3072, job_memory_mb=8192, processes=64, file_mb=16, tmp_mb=64)
 
 
 def attack(code: str) -> str:
@@ -32,17 +34,57 @@ def test_endless_loop_is_stopped_by_a_limit():
 
 
 def test_fork_bomb_memory_hog_and_huge_file_are_contained():
-    attacks = {
-        "fork": "while True:\n    os.fork()\n",
-        "memory": "hog = [bytearray(1 << 26) for _ in range(10_000)]\n",
-        "file": "with open('/tmp/huge', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n",
+    attacks = {   # code, its limits, the reason
+        "fork": ("while True:\n    os.fork()\n", {"processes": 24}, "process limit (24 processes)"),
+        "memory": ("hog = [bytearray(1 << 26) for _ in range(10_000)]\n", {"memory_mb": 1280}, "memory limit (1280 MiB)"),
+        "file": (f"with open(f'/tmp/huge{{os.getpid()}}', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n",
+                 {"file_mb": 4}, "file-size limit (4 MiB)"),
     }
     with ThreadPoolExecutor(3) as pool:
-        verdicts = dict(zip(attacks, pool.map(lambda c: judge("fg_operators", attack(c), LIMITS), attacks.values())))
-    assert "process limit" in verdicts["fork"].reason
-    assert "memory limit" in verdicts["memory"].reason
-    assert "file-size limit" in verdicts["file"].reason
-    assert all(v.status == "refused" for v in verdicts.values())
+        verdicts = dict(zip(attacks, pool.map(
+            lambda a: judge("fg_operators", attack(a[0]), sandbox.Limits(**{**ROOMY, **a[1]})), attacks.values())))
+    for name, (_, _, reason) in attacks.items():
+        assert verdicts[name].status == "refused" and reason in verdicts[name].reason, (name, verdicts[name])
+
+
+HOG_384_MIB = "held = [bytearray(1 << 26) for _ in range(6)]\n__import__('time').sleep(30)\n"   # in each rank
+
+
+def test_memory_is_limited_for_the_whole_job_not_per_process():
+    """Every rank holds less than its own limit, together more than the job's: stopped (by the job's
+    memory cgroup where the machine lets us make one, else by the watchdog, below)."""
+    limits = sandbox.Limits(**{**ROOMY, "job_memory_mb": 1024})
+    assert 6 * 64 < limits.memory_mb and 4 * 6 * 64 > limits.job_memory_mb      # each rank is within its own
+    verdict = judge("fg_operators", attack(HOG_384_MIB), limits)
+    assert verdict.status == "refused" and verdict.reason == "stopped: memory limit (1024 MiB)", verdict
+
+
+def test_the_memory_watchdog_stops_a_job_where_no_cgroup_can_be_made(monkeypatch):
+    """No cgroup hierarchy (an unprivileged container): the watchdog summing the job's memory stops it."""
+    monkeypatch.setattr(sandbox, "CGROUPS", Path("/nonexistent"))
+    verdict = judge("fg_operators", attack(HOG_384_MIB), sandbox.Limits(**{**ROOMY, "job_memory_mb": 1024}))
+    assert verdict.status == "refused" and verdict.reason == "stopped: memory limit (1024 MiB)", verdict
+
+
+def test_tmp_is_a_bounded_tmpfs():
+    fill = "for k in range(4):\n    open(f'/tmp/fill{os.getpid()}-{k}', 'wb').write(b'x' * (3 << 20))\n"
+    verdict = judge("fg_operators", attack(fill), sandbox.Limits(**{**ROOMY, "tmp_mb": 8}))
+    assert verdict.status == "refused" and "temporary-space limit (8 MiB in /tmp)" in verdict.reason, verdict
+
+
+def test_root_only_files_are_unreadable_inside_whatever_the_server_runs_as():
+    verdict = judge("fg_operators", attack("open('/etc/shadow').read()\n"), LIMITS)
+    assert verdict.status == "failed" and "PermissionError" in verdict.reason, verdict
+
+
+def test_an_output_flood_keeps_only_a_tail_and_says_so():
+    """Each rank prints 32 MiB: the judge keeps 64 KiB of it, the verdict is the checks' and its note
+    says how much was printed."""
+    flood = "for _ in range(32):\n    print('x' * (1 << 20))\n"
+    verdict = judge("fg_operators", attack(flood), sandbox.Limits(**ROOMY))
+    assert verdict.status == "passed", verdict
+    printed = int(verdict.note.split("stdout ")[1].split(" bytes")[0].replace(",", ""))
+    assert printed >= 4 * 32 * (1 << 20) and "only the last 64 KiB" in verdict.note
 
 
 def test_no_network_no_data_no_other_submissions_no_signals(tmp_path):
@@ -66,7 +108,7 @@ try:
     found.append("signal")
 except OSError:
     pass
-pathlib.Path("/tmp/link").symlink_to("/etc/passwd")   # planted for the server to follow: it never reads /tmp
+pathlib.Path(f"/tmp/link{{os.getpid()}}").symlink_to("/etc/passwd")   # planted for the server to follow: it never reads /tmp
 if found:
     raise RuntimeError("escaped: " + ", ".join(found))
 """

@@ -1,6 +1,7 @@
 """The judge on real ranks in the real sandbox: references pass, wrong solutions fail the right
 check, bad submissions are refused before anything runs."""
 
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ def test_the_four_problems_are_listed():
 
 
 @needs_sandbox
+@pytest.mark.timeout(400)        # twelve judgments, two at a time: about 60 s on an idle 2-core machine
 def test_reference_solutions_pass_and_wrong_ones_fail_the_right_checks():
     jobs = [(p, (PROBLEMS[p].dir / "reference.py").read_text(), None) for p in PROBLEMS]
     jobs += [(name.split("/")[0], wrong_solution(name), must_fail) for name, must_fail in WRONG_SOLUTIONS.items()]
@@ -93,3 +95,120 @@ def test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it
                              env={**env, "PARALAB_ALLOW_UNSANDBOXED": "1"})
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "PASS sum" in allowed.stdout
+
+
+# each attempt to forge a verdict (issue #10), as a learner would submit it, and what the verdict must say
+ATTACKS = {
+    "attack_fake_checks.py": "rank 0 ended without reporting",
+    "attack_patch_check.py": None,                        # runs; the checks outside fail it
+    "attack_rewrite_results.py": None,
+    "attack_import_reference.py": "your code raised while loading",
+}
+
+
+@needs_sandbox
+@pytest.mark.timeout(300)
+def test_forged_verdicts_do_not_pass():
+    """Fake check lines printed at load time, patched checks, a helper rewriting results, the
+    reference solution imported: none passes, each fails with a clear reason or failed checks."""
+    codes = {name: (REPO / "tests/problems" / name).read_text() for name in ATTACKS}
+    with ThreadPoolExecutor(2) as pool:
+        verdicts = dict(zip(codes, pool.map(lambda code: judge("fg_operators", code), codes.values())))
+    for name, reason in ATTACKS.items():
+        verdict = verdicts[name]
+        assert verdict.status == "failed", (name, verdict)
+        failed = {c["name"] for c in verdict.checks if not c["passed"]}
+        assert {"output Y", "input gradient dX"} <= failed, (name, verdict)
+        assert "forged" not in str(verdict.checks)
+        if reason:
+            assert reason in verdict.reason, (name, verdict.reason)
+
+
+SECRETS = {"PARALAB_SECRET_KEY": "s3cret-key-6f1d", "PARALAB_ADMIN_PASSWORD": "admin-pw-91ac"}
+STEAL = """
+import torch
+os = __import__("os")
+found = [f"{k}={v}" for k, v in os.environ.items()]
+for path in ["/proc/1/environ", "/proc/self/environ", *[f"/proc/{p}/environ" for p in os.listdir("/proc") if p.isdigit()]]:
+    try:
+        found.append(open(path, "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+print(found)
+leaked = [part for text in found for part in text.split("\\0") if "PARALAB" in part]
+raise RuntimeError(f"PATH={os.environ.get('PATH')} leaked: {leaked}")
+"""
+
+
+@needs_sandbox
+def test_no_server_secret_reaches_a_verdict_or_the_command_line(monkeypatch, tmp_path):
+    """Learner code reads every environment it can reach and raises an error carrying it: the
+    sandbox started with a clean one, so the reason shows none of the server's secrets."""
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    code = STEAL + "\n" + wrong_solution("fg_operators/swapped")
+    verdict = judge("fg_operators", code)
+    assert verdict.status == "failed" and "RuntimeError" in verdict.reason
+    assert "PATH=/usr/bin:/bin leaked: []" in verdict.reason   # it read an environment: the clean one
+    shown = str([verdict.status, verdict.reason, verdict.checks, verdict.note])
+    assert not any(value in shown for value in SECRETS.values())
+    (tmp_path / "steal.py").write_text(code)
+    cli = subprocess.run([sys.executable, "-m", "workers.judge", "fg_operators", str(tmp_path / "steal.py")],
+                         capture_output=True, text=True, cwd=REPO, timeout=180, env={**os.environ, **SECRETS})
+    assert cli.returncode == 1 and "RuntimeError" in cli.stdout
+    assert not any(value in cli.stdout + cli.stderr for value in SECRETS.values())
+
+
+def test_unsandboxed_code_does_not_get_the_servers_environment(monkeypatch):
+    """Even where the operator allows code without a sandbox, it starts with a clean environment."""
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sandbox, "available", lambda: False)
+    code = "import torch\nos = __import__('os')\nraise RuntimeError(str(dict(os.environ)))\n" \
+        + wrong_solution("fg_operators/swapped")
+    verdict = judge("fg_operators", code, allow_unsandboxed=True)
+    assert verdict.status == "failed" and "RuntimeError" in verdict.reason and "PATH" in verdict.reason
+    assert not any(value in str(verdict) for value in SECRETS.values())
+
+
+def _ring_report(rank: int, world: int = 4, error: str | None = None) -> str:
+    """What an honest rank of ring_allreduce sends: the right sum, 2(p−1) sends to its right."""
+    import torch
+
+    from workers.problems.report import encode
+    from workers.problems.ring_allreduce.harness import N_PER_RANK, rank_input
+    total = sum(rank_input(r, world) for r in range(world))
+    sends = [{"kind": "p2p", "op": "send", "group": "world", "shape": [N_PER_RANK], "peer": (rank + 1) % world}] * 6
+    return encode({"sum": total.to(torch.float32)}, sends, error).decode()
+
+
+def test_the_checker_gives_every_rank_all_its_checks_whatever_the_ranks_sent():
+    """A pass needs every named check from every rank: a rank that sent nothing, or something that is
+    not a report, still has each of its checks — failed — and the reason why."""
+    from workers.judge_checker import check
+    honest = check("ring_allreduce", [_ring_report(r) for r in range(4)])
+    assert len(honest["checks"]) == 8 and all(c["passed"] for c in honest["checks"]) and not honest["invalid"]
+    forged = '{"outputs": {"sum": {"shape": [12], "dtype": "float32", "values": "all good"}}, "calls": []}'
+    checked = check("ring_allreduce", [_ring_report(0), None, forged, "[kind: check, passed: true]"])
+    by_rank = {(c["rank"], c["name"]): c["passed"] for c in checked["checks"]}
+    assert sorted(by_rank) == [(r, n) for r in range(4) for n in ("communication", "sum")]
+    assert by_rank[(0, "sum")] and not any(by_rank[(r, "sum")] for r in (1, 2, 3))
+    assert "output 'sum': its values do not fill its shape [12]" in checked["invalid"][2]
+    assert "it is not JSON" in checked["invalid"][3]
+
+
+@pytest.mark.parametrize("report, why", [
+    (b"\x80\x04\x95pickle", "it is not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "it is not JSON"),
+    (b'{"outputs": {}}', "it lacks its outputs or its calls"),
+    (b'{"outputs": {"y": {"shape": [2], "dtype": "object", "values": [1, 2]}}, "calls": []}', "dtype 'object' is not one of"),
+    (b'{"outputs": {"y": {"nested": {}}}, "calls": []}', "output 'y': dtype 'None' is not one of"),
+    (b'{"outputs": {"y": [{"a": 1}]}, "calls": []}', "output 'y' is neither a tensor nor a fact"),
+    (b'{"outputs": {}, "calls": [{"kind": "exec", "op": "rm"}]}', "a call is not a collective or a send/recv"),
+    (b'{"outputs": {}, "calls": []}' + b" " * (1 << 20), "it is over 1048576 bytes"),
+])
+def test_a_report_is_data_and_anything_else_is_refused_saying_why(report, why):
+    from workers.problems.report import ReportError, decode
+    with pytest.raises(ReportError) as refused:
+        decode(report)
+    assert why in str(refused.value)

@@ -1,10 +1,12 @@
 """Practice problems: the learner writes a few functions; a harness runs them on real ranks and
-checks every output and gradient against a reference, and the communication they performed.
+reports every output and gradient, and the judge checks them, outside the learner's reach, against a
+single-process reference, with the communication they performed.
 
 A problem is a package here: `__init__.py` (PROBLEM: title, world size, the functions to write and
 their signatures), `statement.en.md`, `starter.py` (what the editor opens with), `reference.py` (a
-correct solution) and `harness.py` (`run(lab, submission)`, on every rank, inside the sandbox).
-Torch-free, so the server can list problems.
+correct solution, hidden from the sandbox), `harness.py` (`run(lab, submission) -> outputs`, on every
+rank, inside the sandbox) and `verify.py` (`verify(rank, world, outputs, calls) -> checks`, in the
+judge's checker, outside). See docs/judge.md. Torch-free, so the server can list problems.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""What the tensor-parallel problems' harnesses share: this rank's leaves of the seed chapter's MLP
-block (its shard of W1 and W2, the input — only its tokens under sequence parallelism — and the
-LayerNorm weight) and the single-process reference to check them against."""
+"""What the tensor-parallel problems share: this rank's leaves of the seed chapter's MLP block (its
+shard of W1 and W2, the input — only its tokens under sequence parallelism — and the LayerNorm
+weight), made on the rank, and the single-process reference they are checked against, computed by
+the judge outside the sandbox."""
 
 from dataclasses import dataclass
 
 import torch
 
-from workers.lessons.mlp_block import make_inputs, reference
+from workers.lessons.mlp_block import Reference, make_inputs, reference
 
 S, H, FFN = 8, 16, 64
 
@@ -17,16 +18,22 @@ class Leaves:
     ln_w: torch.Tensor
     w1: torch.Tensor
     w2: torch.Tensor
-    ref: object        # the reference: `out` and `grads`
-    cols: slice        # this rank's FFN columns
-    rows: slice        # this rank's tokens (all of them without sequence parallelism)
 
 
-def leaves(lab, sequence_parallel: bool = False) -> Leaves:
-    t, r = lab.world_size, lab.rank
+def shard(rank: int, world: int, sequence_parallel: bool = False) -> tuple[slice, slice]:
+    """This rank's FFN columns, and its tokens (all of them without sequence parallelism)."""
+    cols = slice(rank * FFN // world, (rank + 1) * FFN // world)
+    rows = slice(rank * S // world, (rank + 1) * S // world) if sequence_parallel else slice(None)
+    return cols, rows
+
+
+def leaves(rank: int, world: int, sequence_parallel: bool = False) -> Leaves:
     full = make_inputs(S, H, FFN, 0)
-    cols = slice(r * FFN // t, (r + 1) * FFN // t)
-    rows = slice(r * S // t, (r + 1) * S // t) if sequence_parallel else slice(None)
+    cols, rows = shard(rank, world, sequence_parallel)
     return Leaves(x=full.x[rows].clone().requires_grad_(), ln_w=full.ln_w.clone().requires_grad_(),
-                  w1=full.w1[cols].clone().requires_grad_(), w2=full.w2[:, cols].clone().requires_grad_(),
-                  ref=reference(full), cols=cols, rows=rows)
+                  w1=full.w1[cols].clone().requires_grad_(), w2=full.w2[:, cols].clone().requires_grad_())
+
+
+def expected() -> Reference:
+    """The whole block in one process: `out` and `grads`."""
+    return reference(make_inputs(S, H, FFN, 0))
