@@ -132,6 +132,7 @@ def test_all_to_all_splits_and_bytes_recomputed_from_the_events(finished, name):
                 "combine backward": (to_each, from_each), "dispatch backward": (from_each, to_each)}
         for call, (send, recv) in want.items():
             assert splits_in(begins[call]["label"]) == send, (r, call)
+            assert begins[call]["label"].endswith(f" ranks 0–{world - 1}")
             assert begins[call]["bytes"] == sum(send) * row_bytes, (r, call)
             assert begins[call]["shape"] == [sum(send), p["hidden"]]
             assert ends[call]["tensors"][0]["shape"] == [sum(recv), p["hidden"]], (r, call)

@@ -39,7 +39,7 @@ class AllToAll(torch.autograd.Function):
 
 def splits(counts: list[int], where: str) -> str:
     """A label naming the split sizes, e.g. `3·0·5·2 tokens to ranks 0–3`, for the page and the tests."""
-    return f"{'·'.join(map(str, counts))} {where} {len(counts) - 1}"
+    return f"{'·'.join(map(str, counts))} {where}{len(counts) - 1}"
 
 
 def run(lab, p):
