@@ -1,4 +1,4 @@
-"""Lesson `expert_parallel` on the live server: a top-k mixture-of-experts layer at 2, 4 and 8 ranks
+"""Lesson `expert_parallel` on the live server: a top-k mixture-of-experts layer at 1, 2, 4 and 8 ranks
 gives the single-process output and gradients; the load per expert and per rank, the dropped tokens
 and the all-to-all bytes are recomputed from the raw events (the count all-gather's matrix, the
 all-to-alls' labels, shapes and bytes); the skewed router is visibly more imbalanced; combining in
@@ -20,7 +20,7 @@ CHECKS = ["tokens at the experts", "output Y", "input gradient dX", "router grad
 WRONG_ORDER = {"mistake": "combine_wrong_order"}
 
 CASES = {
-    "2": (2, {}), "4": (4, {}), "8": (8, {}),
+    "1": (1, {}), "2": (2, {}), "4": (4, {}), "8": (8, {}),
     "4-skewed": (4, {"skewed_router": True}),
     "8-skewed-top1": (8, {"skewed_router": True, "top_k": 1, "capacity_factor": 2.0}),
     "4-no-drops": (4, {"capacity_factor": 4.0, "top_k": 1}),

@@ -37,24 +37,24 @@ class AllToAll(torch.autograd.Function):
         return grad, None, None, None, None, None
 
 
-def splits(counts: list[int], where: str) -> str:
+def splits(counts: list[int], what: str) -> str:
     """A label naming the split sizes, e.g. `3·0·5·2 tokens to ranks 0–3`, for the page and the tests."""
-    return f"{'·'.join(map(str, counts))} {where}{len(counts) - 1}"
+    return f"{'·'.join(map(str, counts))} {what} ranks 0–{len(counts) - 1}"
 
 
 def run(lab, p):
     ep = lab.group("ep")                                   # all ranks form one expert-parallel group
     W, r = lab.world_size, lab.rank
     E, k, T = p.experts * W, p.top_k, p.tokens
-    mine = range(r * p.experts, (r + 1) * p.experts)       # this rank's experts
+    mine = slice(r * p.experts, (r + 1) * p.experts)       # this rank's experts
     full = make_inputs(W, p, lab.device)                   # same numbers on every rank
     ref = reference(full, p, W)
     C = capacity(p, W)
 
     x = full.x[r * T:(r + 1) * T].clone().requires_grad_()   # [T, H]  this rank's tokens
     router = full.router.clone().requires_grad_()            # [E, H]  replicated
-    w1 = full.w1[mine.start:mine.stop].clone().requires_grad_()   # [experts, FFN, H]  this rank's experts only
-    w2 = full.w2[mine.start:mine.stop].clone().requires_grad_()   # [experts, H, FFN]
+    w1 = full.w1[mine].clone().requires_grad_()   # [experts, FFN, H]  this rank's experts only
+    w2 = full.w2[mine].clone().requires_grad_()   # [experts, H, FFN]
 
     with lab.compute("router"):
         routing = route(x, router, router_bias(E, p.skewed_router, x.device), k, C)   # [T, k] each
@@ -66,8 +66,8 @@ def run(lab, p):
     load = comm.all_gather(wanted, group=ep, label="count: tokens each rank routes to each expert")   # [W, E]
     sent = load.clamp(max=C)                               # [W, E]  what capacity lets through
     send_splits = sent[r].view(W, p.experts).sum(1).tolist()          # rows to each rank
-    recv_splits = sent[:, mine.start:mine.stop].sum(1).tolist()       # rows from each rank
-    lab.show("tokens per expert", load.sum(0)[mine.start:mine.stop], inside="tokens per expert",
+    recv_splits = sent[:, mine].sum(1).tolist()       # rows from each rank
+    lab.show("tokens per expert", load.sum(0)[mine], inside="tokens per expert",
              full_shape=(E,), offset=(mine.start,))
     lab.show("dispatch splits", torch.tensor([send_splits]), inside="dispatch splits (row: from, column: to)",
              full_shape=(W, W), offset=(r, 0))
@@ -77,11 +77,11 @@ def run(lab, p):
     by_expert = kept[routing.experts.flatten()[kept].argsort(stable=True)]
     outgoing = x[by_expert // k]                           # [Σ send, H]  each kept pair's token
     tokens = AllToAll.apply(outgoing, send_splits, recv_splits, ep,            # [Σ recv, H]
-                            "dispatch: " + splits(send_splits, "tokens to ranks 0–"),
-                            "dispatch backward: " + splits(recv_splits, "token gradients back to ranks 0–"))
+                            "dispatch: " + splits(send_splits, "tokens to"),
+                            "dispatch backward: " + splits(recv_splits, "token gradients back to"))
 
     # experts: the rows arrive rank by rank, within a rank expert by expert
-    expert_of_row = torch.arange(p.experts).repeat(W).repeat_interleave(sent[:, mine.start:mine.stop].flatten())
+    expert_of_row = torch.arange(p.experts, device=x.device).repeat(W).repeat_interleave(sent[:, mine].flatten())
     out = torch.zeros_like(tokens)
     with lab.compute("expert"):
         for e in range(p.experts):
@@ -90,8 +90,8 @@ def run(lab, p):
 
     # combine: the results go back where their tokens came from, in the order they were sent
     back = AllToAll.apply(out, recv_splits, send_splits, ep,                       # [Σ send, H]
-                          "combine: " + splits(recv_splits, "results back to ranks 0–"),
-                          "combine backward: " + splits(send_splits, "result gradients to ranks 0–"))
+                          "combine: " + splits(recv_splits, "results back to"),
+                          "combine backward: " + splits(send_splits, "result gradients to"))
     answers = by_expert                                    # the (token, choice) each returned row answers
     if p.mistake == "combine_wrong_order":
         answers = kept                                     # the bug: the rows taken back in the order before the sort
@@ -105,16 +105,16 @@ def run(lab, p):
 
     report(lab, p, C, load, outgoing, out, ref)
 
-    lab.check("tokens at the experts", tokens, dispatched_to(full, ref.routings, mine, T),
+    lab.check("tokens at the experts", tokens, dispatched_to(full, ref.routings, range(E)[mine], T),
               "the tokens this rank's experts received against the tokens the reference routes to them")
     lab.check("output Y", y, ref.out[r * T:(r + 1) * T], "this rank's Y against the single-process Y")
     lab.check("input gradient dX", x.grad, ref.grads.x[r * T:(r + 1) * T],
               "dL/dX for this rank's tokens against the reference's")
     lab.check("router gradient", router.grad, ref.grads.router,
               "dL/dRouter summed over the ranks against the reference's")
-    lab.check("expert W1 gradient", w1.grad, ref.grads.w1[mine.start:mine.stop],
+    lab.check("expert W1 gradient", w1.grad, ref.grads.w1[mine],
               "dL/dW1 of this rank's experts against the same experts' reference gradient")
-    lab.check("expert W2 gradient", w2.grad, ref.grads.w2[mine.start:mine.stop],
+    lab.check("expert W2 gradient", w2.grad, ref.grads.w2[mine],
               "dL/dW2 of this rank's experts against the same experts' reference gradient")
 
 
