@@ -53,8 +53,8 @@ def run(lab, p):
 
     x = full.x[r * T:(r + 1) * T].clone().requires_grad_()   # [T, H]  this rank's tokens
     router = full.router.clone().requires_grad_()            # [E, H]  replicated
-    w1 = full.w1[mine].clone().requires_grad_()   # [experts, FFN, H]  this rank's experts only
-    w2 = full.w2[mine].clone().requires_grad_()   # [experts, H, FFN]
+    w1 = full.w1[mine].clone().requires_grad_()              # [experts, FFN, H]  this rank's experts only
+    w2 = full.w2[mine].clone().requires_grad_()              # [experts, H, FFN]
 
     with lab.compute("router"):
         routing = route(x, router, router_bias(E, p.skewed_router, x.device), k, C)   # [T, k] each
@@ -65,8 +65,8 @@ def run(lab, p):
     wanted = torch.bincount(routing.experts.flatten(), minlength=E)[None]            # [1, E]
     load = comm.all_gather(wanted, group=ep, label="count: tokens each rank routes to each expert")   # [W, E]
     sent = load.clamp(max=C)                               # [W, E]  what capacity lets through
-    send_splits = sent[r].view(W, p.experts).sum(1).tolist()          # rows to each rank
-    recv_splits = sent[:, mine].sum(1).tolist()       # rows from each rank
+    send_splits = sent[r].view(W, p.experts).sum(1).tolist()   # rows to each rank
+    recv_splits = sent[:, mine].sum(1).tolist()                # rows from each rank
     lab.show("tokens per expert", load.sum(0)[mine], inside="tokens per expert",
              full_shape=(E,), offset=(mine.start,))
     lab.show("dispatch splits", torch.tensor([send_splits]), inside="dispatch splits (row: from, column: to)",
