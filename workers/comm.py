@@ -61,6 +61,19 @@ def reduce_scatter(tensor: torch.Tensor, group=None, label: str | None = None,
     return out
 
 
+def all_to_all_single(tensor: torch.Tensor, send_splits: list[int] | None = None,
+                      recv_splits: list[int] | None = None, group=None, label: str | None = None,
+                      fields: dict | None = None) -> torch.Tensor:
+    """Rank r sends the next send_splits[j] rows of dim 0 to rank j and receives recv_splits[j] rows
+    from rank j, in rank order: [Σ recv, ...] from [Σ send, ...] (equal 1/n chunks when both are None)."""
+    rows = sum(recv_splits) if recv_splits is not None else tensor.shape[0]
+    out = tensor.new_empty(rows, *tensor.shape[1:])
+    _label(label, fields)
+    dist.all_to_all_single(out, tensor.contiguous(), output_split_sizes=recv_splits,
+                           input_split_sizes=send_splits, group=group)
+    return out
+
+
 def isend(tensor: torch.Tensor, dst: int, group=None, label: str | None = None, tag: int = 0,
           fields: dict | None = None):
     """Start sending to rank `dst`; returns the work to `wait()` on."""
