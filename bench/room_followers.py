@@ -1,8 +1,10 @@
 """A lecture hall on one machine: N websocket followers (default 500) in one room, a presenter who
 runs tp_mlp and then steps 50 times. Reports the presenter-step → follower-receipt delay (p50, p99),
 whether every follower received every event of the run exactly once, and the server's memory.
-Target: p99 ≤ 250 ms, no follower missing an event.
-Usage: python bench/room_followers.py [--followers 500] [--steps 50]
+Target: p99 ≤ 250 ms, no follower missing an event. With --baseline REF, a server started from that
+commit holds the same lecture too, alternating with this checkout's (--rounds times each), and the
+ratio of the p99s is printed: this machine's load swings too much for before/after from separate runs.
+Usage: python bench/room_followers.py [--followers 500] [--steps 50] [--baseline REF] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -53,7 +57,7 @@ def server_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-async def lecture(server: LiveServer, n: int, steps: int) -> None:
+async def lecture(server: LiveServer, n: int, steps: int) -> dict:
     room = httpx.post(server.url + "/api/rooms").json()
     url = f"{server.ws_url}/ws/rooms/{room['code']}"
     followers = [Follower() for _ in range(n)]
@@ -76,31 +80,63 @@ async def lecture(server: LiveServer, n: int, steps: int) -> None:
             while any(step not in f.cursor_seen for f in followers) and time.monotonic() < deadline:
                 await asyncio.sleep(0.002)
             delays += [f.cursor_seen[step] - sent for f in followers if step in f.cursor_seen]
-        missing_steps = n * steps - len(delays)
         rss_peak = server_rss_mib(server.proc.pid)
     for task in tasks:
         task.cancel()
-    delays.sort()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return {"events": total, "run_s": run_s, "complete": complete, "delays": delays,
+            "missing": n * steps - len(delays), "rss_idle": rss_idle, "rss_peak": rss_peak}
+
+
+def report(side: str, n: int, steps: int, lectures: list[dict]) -> float:
+    """Prints one side's lectures; returns its p99 (s)."""
+    delays = sorted(d for lecture_ in lectures for d in lecture_["delays"])
     p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99) - 1]
-    print(f"{n} followers, run of {total} events in {run_s:.2f} s: {complete}/{n} followers got every event "
-          f"exactly once, in order")
-    print(f"presenter step → follower receipt over {steps} steps: p50 {p50 * 1000:.1f} ms, "
-          f"p99 {p99 * 1000:.1f} ms, max {delays[-1] * 1000:.1f} ms, {missing_steps} receipts missing "
-          f"(target p99 ≤ 250 ms, none missing)")
-    print(f"server memory (RSS): {rss_idle:.0f} MiB with {n} followers idle, {rss_peak:.0f} MiB after the lecture")
+    print(f"{side}:")
+    for lecture_ in lectures:
+        print(f"  {n} followers, run of {lecture_['events']} events in {lecture_['run_s']:.2f} s: "
+              f"{lecture_['complete']}/{n} followers got every event exactly once, in order; "
+              f"server memory (RSS) {lecture_['rss_idle']:.0f} MiB with {n} followers idle, "
+              f"{lecture_['rss_peak']:.0f} MiB after the lecture")
+    print(f"  presenter step → follower receipt over {steps} steps × {len(lectures)}: p50 {p50 * 1000:.1f} ms, "
+          f"p99 {p99 * 1000:.1f} ms, max {delays[-1] * 1000:.1f} ms, "
+          f"{sum(lecture_['missing'] for lecture_ in lectures)} receipts missing (target p99 ≤ 250 ms, none missing)")
+    return p99
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """The tree of commit `ref` written into `into` (git archive: no worktree, nothing to clean up in .git)."""
+    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--followers", type=int, default=500)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--baseline", help="a commit to compare with (e.g. the one before a change)")
+    parser.add_argument("--rounds", type=int, default=1, help="lectures per side, alternating which goes first")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data_dir:
-        server = LiveServer(Path(data_dir)).start()
-        try:
-            asyncio.run(lecture(server, args.followers, args.steps))
-        finally:
-            server.stop()
+    with ExitStack() as stack:
+        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        repos = {"this checkout": REPO}
+        if args.baseline:
+            repos[f"baseline {args.baseline}"] = checkout(
+                args.baseline, Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        servers = {}
+        for side, repo in repos.items():
+            servers[side] = LiveServer(data_dir, repo=repo)
+            stack.callback(servers[side].stop)
+            servers[side].start()
+        lectures: dict[str, list[dict]] = {side: [] for side in servers}
+        for round_ in range(args.rounds):
+            order = list(servers.items())
+            for side, server in order if round_ % 2 == 0 else order[::-1]:
+                lectures[side].append(asyncio.run(lecture(server, args.followers, args.steps)))
+        p99 = {side: report(side, args.followers, args.steps, done) for side, done in lectures.items()}
+        if args.baseline:
+            print(f"p99, this checkout / baseline: {p99['this checkout'] / p99[f'baseline {args.baseline}']:.2f}")
 
 
 if __name__ == "__main__":
