@@ -35,7 +35,8 @@ class Follower:
         self.done = asyncio.Event()
 
     async def follow(self, url: str, ready: asyncio.Event, counter: list):
-        async with websockets.connect(url, max_queue=None, open_timeout=60) as ws:
+        # no keepalive pings: on a loaded machine their answers come late and the client would hang up
+        async with websockets.connect(url, max_queue=None, open_timeout=60, ping_interval=None) as ws:
             await ws.recv()                        # the room's state
             counter[0] += 1
             if counter[0] == counter[1]:
@@ -94,8 +95,10 @@ def report(side: str, n: int, steps: int, lectures: list[dict]) -> float:
     p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99) - 1]
     print(f"{side}:")
     for lecture_ in lectures:
+        own = sorted(lecture_["delays"])
         print(f"  {n} followers, run of {lecture_['events']} events in {lecture_['run_s']:.2f} s: "
-              f"{lecture_['complete']}/{n} followers got every event exactly once, in order; "
+              f"{lecture_['complete']}/{n} followers got every event exactly once, in order; steps p50 "
+              f"{statistics.median(own) * 1000:.1f} ms, p99 {own[int(len(own) * 0.99) - 1] * 1000:.1f} ms; "
               f"server memory (RSS) {lecture_['rss_idle']:.0f} MiB with {n} followers idle, "
               f"{lecture_['rss_peak']:.0f} MiB after the lecture")
     print(f"  presenter step → follower receipt over {steps} steps × {len(lectures)}: p50 {p50 * 1000:.1f} ms, "
