@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,6 +59,13 @@ def server_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def server_cpu_s(pid: int) -> float:
+    """The server process's own CPU time so far (user + system; not the launcher's or the ranks'):
+    what fanning out costs, which a loaded machine's scheduling does not change much."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def lecture(server: LiveServer, n: int, steps: int) -> dict:
     room = httpx.post(server.url + "/api/rooms").json()
     url = f"{server.ws_url}/ws/rooms/{room['code']}"
@@ -67,13 +75,13 @@ async def lecture(server: LiveServer, n: int, steps: int) -> dict:
     await asyncio.wait_for(ready.wait(), 120)
     rss_idle = server_rss_mib(server.proc.pid)
     async with websockets.connect(f"{url}?secret={room['secret']}", max_queue=None) as presenter:
-        started = time.perf_counter()
+        started, cpu_before_run = time.perf_counter(), server_cpu_s(server.proc.pid)
         await presenter.send(json.dumps({"op": "run", "lesson": "tp_mlp", "world_size": 4}))
         await asyncio.wait_for(asyncio.gather(*(f.done.wait() for f in followers)), 120)
-        run_s = time.perf_counter() - started
+        run_s, run_cpu_s = time.perf_counter() - started, server_cpu_s(server.proc.pid) - cpu_before_run
         total = max(max(f.seqs) for f in followers)
         complete = sum(f.seqs == list(range(1, total + 1)) for f in followers)
-        delays = []
+        delays, cpu_before_steps = [], server_cpu_s(server.proc.pid)
         for step in range(1, steps + 1):
             sent = time.perf_counter()
             await presenter.send(json.dumps({"op": "step"}))
@@ -81,30 +89,37 @@ async def lecture(server: LiveServer, n: int, steps: int) -> dict:
             while any(step not in f.cursor_seen for f in followers) and time.monotonic() < deadline:
                 await asyncio.sleep(0.002)
             delays += [f.cursor_seen[step] - sent for f in followers if step in f.cursor_seen]
+        steps_cpu_s = server_cpu_s(server.proc.pid) - cpu_before_steps
         rss_peak = server_rss_mib(server.proc.pid)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    return {"events": total, "run_s": run_s, "complete": complete, "delays": delays,
+    return {"events": total, "run_s": run_s, "run_cpu_s": run_cpu_s, "steps_cpu_s": steps_cpu_s,
+            "complete": complete, "delays": delays,
             "missing": n * steps - len(delays), "rss_idle": rss_idle, "rss_peak": rss_peak}
 
 
-def report(side: str, n: int, steps: int, lectures: list[dict]) -> float:
-    """Prints one side's lectures; returns its p99 (s)."""
+def report(side: str, n: int, steps: int, lectures: list[dict]) -> tuple[float, float, float]:
+    """Prints one side's lectures; returns its p99 (s) and its server CPU seconds for a run and for the steps."""
     delays = sorted(d for lecture_ in lectures for d in lecture_["delays"])
     p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99) - 1]
     print(f"{side}:")
     for lecture_ in lectures:
         own = sorted(lecture_["delays"])
         print(f"  {n} followers, run of {lecture_['events']} events in {lecture_['run_s']:.2f} s: "
-              f"{lecture_['complete']}/{n} followers got every event exactly once, in order; steps p50 "
+              f"{lecture_['complete']}/{n} followers got every event exactly once, in order; server CPU "
+              f"{lecture_['run_cpu_s']:.2f} s for the run, {lecture_['steps_cpu_s']:.2f} s for the steps; steps p50 "
               f"{statistics.median(own) * 1000:.1f} ms, p99 {own[int(len(own) * 0.99) - 1] * 1000:.1f} ms; "
               f"server memory (RSS) {lecture_['rss_idle']:.0f} MiB with {n} followers idle, "
               f"{lecture_['rss_peak']:.0f} MiB after the lecture")
     print(f"  presenter step → follower receipt over {steps} steps × {len(lectures)}: p50 {p50 * 1000:.1f} ms, "
           f"p99 {p99 * 1000:.1f} ms, max {delays[-1] * 1000:.1f} ms, "
           f"{sum(lecture_['missing'] for lecture_ in lectures)} receipts missing (target p99 ≤ 250 ms, none missing)")
-    return p99
+    run_cpu = statistics.median(lecture_["run_cpu_s"] for lecture_ in lectures)
+    steps_cpu = statistics.median(lecture_["steps_cpu_s"] for lecture_ in lectures)
+    print(f"  server CPU (median): {run_cpu:.2f} s for the run's events to {n} followers, "
+          f"{steps_cpu:.2f} s for {steps} steps")
+    return p99, run_cpu, steps_cpu
 
 
 def checkout(ref: str, into: Path) -> Path:
@@ -137,9 +152,12 @@ def main() -> None:
             order = list(servers.items())
             for side, server in order if round_ % 2 == 0 else order[::-1]:
                 lectures[side].append(asyncio.run(lecture(server, args.followers, args.steps)))
-        p99 = {side: report(side, args.followers, args.steps, done) for side, done in lectures.items()}
+        results = {side: report(side, args.followers, args.steps, done) for side, done in lectures.items()}
         if args.baseline:
-            print(f"p99, this checkout / baseline: {p99['this checkout'] / p99[f'baseline {args.baseline}']:.2f}")
+            ours, theirs = results["this checkout"], results[f"baseline {args.baseline}"]
+            print("this checkout / baseline: " + ", ".join(
+                f"{what} {a / b:.2f}" if b else f"{what} -" for what, a, b in zip(("p99", "server CPU for the run", "for the steps"),
+                                                           ours, theirs)))
 
 
 if __name__ == "__main__":
