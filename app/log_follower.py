@@ -33,7 +33,7 @@ from typing import Any, AsyncIterator, Callable, Iterable
 from app.hub import Subscriber
 from app.runs import Run, RunManager
 
-__all__ = ["LogFollower", "follow", "event_text"]
+__all__ = ["LogFollower", "TextCache", "follow", "event_text"]
 
 Resync = Callable[["LogFollower"], Iterable[tuple[str, Any]]]   # what to yield first after a lag
 
@@ -104,18 +104,33 @@ async def follow(runs: RunManager, run_id: str | None, since: int = 0, *, topics
         yield follower
 
 
-_ENCODED: OrderedDict[int, tuple[dict, str]] = OrderedDict()
-_ENCODED_KEPT = 256
+class TextCache:
+    """The texts of the last `size` objects encoded, by identity: the readers that send an event close
+    together (a room of hundreds) encode it once and share the text. An object is held while its
+    text is kept, so that its id is not reused meanwhile."""
+
+    def __init__(self, size: int = 256):
+        self._size = size
+        self._texts: OrderedDict[int, tuple[object, str]] = OrderedDict()
+
+    def text(self, obj: object, encode: Callable[[Any], str]) -> str:
+        kept = self._texts.get(id(obj))
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        text = encode(obj)
+        self._texts[id(obj)] = (obj, text)
+        if len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+        return text
+
+
+_EVENT_TEXTS = TextCache()
 
 
 def event_text(event: dict) -> str:
-    """The event as compact JSON, encoded once for all the readers that send it close together
-    (a room of hundreds): the texts of the last 256 events encoded are kept."""
-    kept = _ENCODED.get(id(event))
-    if kept is not None and kept[0] is event:
-        return kept[1]
-    text = json.dumps(event, separators=(",", ":"))
-    _ENCODED[id(event)] = (event, text)          # the event is held, so its id is not reused meanwhile
-    if len(_ENCODED) > _ENCODED_KEPT:
-        _ENCODED.popitem(last=False)
-    return text
+    """The event as compact JSON, encoded once for all the readers that send it close together."""
+    return _EVENT_TEXTS.text(event, _compact_json)
+
+
+def _compact_json(event: dict) -> str:
+    return json.dumps(event, separators=(",", ":"))

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from app.hub import Hub
-from app.log_follower import event_text
+from app.log_follower import TextCache, event_text
 from app.runs import Run, RunManager
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I: easy to read off a projector
@@ -37,9 +37,14 @@ def normalise_code(code: str) -> str:
     return re.sub(r"[\s-]", "", code).upper()
 
 
+_EVENT_MESSAGES = TextCache()
+
+
 def event_message(run_id: str, event: dict) -> str:
-    """A follower's message for one event of the room's run (the event encoded once for all of them)."""
-    return f'{{"type":"event","run":{json.dumps(run_id)},"event":{event_text(event)}}}'
+    """A follower's message for one event of the room's run, encoded once for all the followers (an
+    event is of one run only)."""
+    return _EVENT_MESSAGES.text(
+        event, lambda e: f'{{"type":"event","run":{json.dumps(run_id)},"event":{event_text(e)}}}')
 
 
 def _digest(secret: str) -> str:

@@ -155,9 +155,9 @@ def main() -> None:
         results = {side: report(side, args.followers, args.steps, done) for side, done in lectures.items()}
         if args.baseline:
             ours, theirs = results["this checkout"], results[f"baseline {args.baseline}"]
+            names = ("p99", "server CPU for the run", "for the steps")
             print("this checkout / baseline: " + ", ".join(
-                f"{what} {a / b:.2f}" if b else f"{what} -" for what, a, b in zip(("p99", "server CPU for the run", "for the steps"),
-                                                           ours, theirs)))
+                f"{what} {a / b:.2f}" if b else f"{what} -" for what, a, b in zip(names, ours, theirs)))
 
 
 if __name__ == "__main__":

@@ -174,3 +174,4 @@ def test_the_wire_texts_are_the_events_compact_json():
     assert event_text(event) is event_text(event)                       # encoded once
     assert event_message("0123456789ab", event) == json.dumps(
         {"type": "event", "run": "0123456789ab", "event": event}, separators=(",", ":"))
+    assert event_message("0123456789ab", event) is event_message("0123456789ab", event)
