@@ -84,7 +84,7 @@ class LogFollower:
                 if message["seq"] > self._last:    # else read from the log already
                     self._last = message["seq"]
                     return topic, message
-            elif topic in subscriber.topics:   # not a run this reader followed before
+            elif topic in subscriber.topics:   # another topic it listens to, not a run it followed before
                 return topic, message
 
     def _read_log(self) -> None:
