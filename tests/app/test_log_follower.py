@@ -168,6 +168,29 @@ def test_other_topics_pass_through_in_order_and_a_switch_drops_the_old_runs_queu
     asyncio.run(scenario())
 
 
+def test_a_resync_that_switches_runs_gives_the_new_runs_whole_log_and_nothing_more_of_the_old(manager):
+    """As a room's socket that lagged while the presenter showed another run: the resync's state
+    first, then B's log from its start; A's burst, dropped with the queue, is not read from A's log."""
+    async def scenario():
+        runs = manager(queue_size=4)
+        a, b = new_run(runs, 1), new_run(runs, 2)                       # A: 1..2, B: 1..3
+
+        def resync(follower):
+            follower.follow(b.id)
+            return [("room", "state: B")]
+
+        async with follow(runs, a.id, 0, topics=["room"], resync=resync) as events:
+            assert seqs(await take(events, 2)) == [1, 2]
+            record(runs, a, 20, "burst")                                # A's queue overflows
+            got = await take(events, 4)
+            assert got[0] == ("room", "state: B")
+            assert got[1:] == [(b.id, event) for event in b.events]
+            record(runs, a, 1, "unseen")
+            assert await nothing_more(events)
+
+    asyncio.run(scenario())
+
+
 def test_the_wire_texts_are_the_events_compact_json():
     event = {"seq": 3, "rank": 0, "t": 0.5, "kind": "log", "message": "all-reduce ∑ “done”"}
     assert event_text(event) == json.dumps(event, separators=(",", ":"))
