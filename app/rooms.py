@@ -2,8 +2,9 @@
 
 A room has a short code (typed from the projector) and a presenter secret. It holds what followers
 must see: the current run, the presenter's cursor in its event log (`seq`), and a small `view`
-(panel, theme, …). Everything a follower receives goes through the hub's topic `room:<code>`, one
-bounded queue per follower: a follower too far behind is resynchronised, never waited for.
+(panel, theme, …). What changes in the room goes out on the hub's topic `room:<code>`; each socket
+reads it and the room's run's log through one log follower (app/log_follower.py), with one bounded
+queue per follower: a follower too far behind is resynchronised, never waited for.
 Rooms are saved under DATA_DIR/rooms/ and survive a restart. A room nobody is connected to and the
 presenter has not changed for ROOM_TTL_S expires: refused like an unknown code, then deleted.
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from app.hub import Hub
+from app.log_follower import TextCache, event_text
 from app.runs import Run, RunManager
 
 log = logging.getLogger("paralab.rooms")
@@ -37,6 +39,16 @@ MAX_VIEW_BYTES = 2048
 
 def normalise_code(code: str) -> str:
     return re.sub(r"[\s-]", "", code).upper()
+
+
+_EVENT_MESSAGES = TextCache()
+
+
+def event_message(run_id: str, event: dict) -> str:
+    """A follower's message for one event of the room's run, encoded once for all the followers (an
+    event is of one run only)."""
+    return _EVENT_MESSAGES.text(
+        event, lambda e: f'{{"type":"event","run":{json.dumps(run_id)},"event":{event_text(e)}}}')
 
 
 def _digest(secret: str) -> str:
@@ -69,12 +81,10 @@ class RoomManager:
         self.hub, self.runs, self.ttl_s = hub, runs, ttl_s
         self._clock = clock                             # wall time: saved, and compared after a restart
         self.rooms: dict[str, Room] = {}
-        self._by_run: dict[str, set[str]] = {}
         self._counts: dict[str, int] = {}
         self._occupied: set[str] = set()                # rooms someone was connected to a second ago
         self.presenters: dict[str, int] = {}            # presenter sockets per room (not followers)
         self._task: asyncio.Task | None = None
-        runs.listeners.append(self._on_run_event)
 
     async def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -85,8 +95,6 @@ class RoomManager:
                 log.warning("room file %s skipped: it cannot be read (%s)", path.name, exc)
                 continue
             self.rooms[room.code] = room
-            if room.run:
-                self._by_run.setdefault(room.run, set()).add(room.code)
         self._task = asyncio.create_task(self._tend())
 
     async def stop(self) -> None:
@@ -138,23 +146,11 @@ class RoomManager:
     def state(self, room: Room) -> dict:
         return room.public(self.followers(room))
 
-    def backlog(self, room: Room, since: int = 0) -> list[dict]:
-        """The current run's events after `since`, as follower messages."""
-        run = self.runs.get(room.run) if room.run else None
-        if run is None:
-            return []
-        return [{"type": "event", "run": run.id, "event": e} for e in self.runs.events_since(run, since)]
-
     # ---- the presenter's controls ----------------------------------------------------------
     def show_run(self, room: Room, run: Run) -> None:
-        if room.run:
-            self._by_run.get(room.run, set()).discard(room.code)
+        """The state naming the run tells each socket to follow that run's log, from its start."""
         room.run, room.cursor = run.id, 0
-        self._by_run.setdefault(run.id, set()).add(room.code)
         self._changed(room)
-        for event in run.events:                             # recorded before the room knew the run
-            self.hub.publish(self.topic(room), json.dumps({"type": "event", "run": run.id, "event": event},
-                                                          separators=(",", ":")))
 
     def seek(self, room: Room, seq) -> None:
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
@@ -184,15 +180,7 @@ class RoomManager:
         tmp.write_text(json.dumps(asdict(room)))
         tmp.replace(path)
 
-    # ---- fan-out -------------------------------------------------------------------------
-    def _on_run_event(self, run: Run, event: dict) -> None:
-        codes = self._by_run.get(run.id)
-        if not codes:
-            return
-        message = json.dumps({"type": "event", "run": run.id, "event": event}, separators=(",", ":"))
-        for code in codes:                                  # encoded once, queued for every follower
-            self.hub.publish(f"room:{code}", message)
-
+    # ---- upkeep ---------------------------------------------------------------------------
     async def _tend(self) -> None:
         """Once a second: tell each room its follower count when it changed, keep rooms with
         anyone connected alive, delete expired ones."""
@@ -225,8 +213,6 @@ class RoomManager:
 
     def _delete(self, room: Room) -> None:
         del self.rooms[room.code]
-        if room.run:
-            self._by_run.get(room.run, set()).discard(room.code)
         self._counts.pop(room.code, None)
         self.presenters.pop(room.code, None)
         (self.dir / f"{room.code}.json").unlink(missing_ok=True)

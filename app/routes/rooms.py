@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+from functools import partial
 
 import segno
 from fastapi import APIRouter, HTTPException, Request, Response, WebSocket, WebSocketDisconnect, status
@@ -13,7 +14,8 @@ from pydantic import ValidationError
 from starlette.requests import HTTPConnection
 
 from app.deps import RunManagerDep, SettingsDep
-from app.rooms import Room, RoomError, RoomManager
+from app.log_follower import LogFollower, follow
+from app.rooms import Room, RoomError, RoomManager, event_message
 from app.routes.control import receive_control
 from app.run_start import RunRejected, start_run
 from app.schemas import RunCreate
@@ -75,10 +77,9 @@ async def room_socket(websocket: WebSocket, code: str, manager: RunManagerDep, s
     if presenter:
         rooms.presenters[room.code] = rooms.presenters.get(room.code, 0) + 1
     try:
-        async with rooms.hub.subscribe(rooms.topic(room)) as subscriber:
-            since = since if run == room.run else 0          # a `since` of another run means nothing
-            start = [rooms.state(room)] + rooms.backlog(room, since)
-            sender = asyncio.create_task(_send(websocket, rooms, room, subscriber, start, since))
+        async with _follow_room(rooms, room, run, since) as events:
+            state = rooms.state(room)                      # no await since subscribing: later changes are queued
+            sender = asyncio.create_task(_send(websocket, events, state))
             try:
                 await _receive(websocket, rooms, room, manager, settings, presenter)
             except WebSocketDisconnect:
@@ -90,49 +91,37 @@ async def room_socket(websocket: WebSocket, code: str, manager: RunManagerDep, s
             rooms.presenters[room.code] -= 1
 
 
-async def _send(websocket: WebSocket, rooms: RoomManager, room: Room, subscriber, start: list[dict],
-                since: int = 0):
-    """The state, the current run's backlog, then live messages — each event once. A follower that
-    resumed with `since` had the room's run up to there: a resync must not send that again."""
-    last: dict[str, int] = {room.run: since} if room.run else {}
-    current = room.run
+def _follow_room(rooms: RoomManager, room: Room, run: str | None, since: int):
+    """A socket's log follower: the room's topic, and the room's run's log after `since` if the socket
+    resumes that run (a `since` of another run means nothing: the whole log)."""
+    since = since if run == room.run else 0
+    return follow(rooms.runs, room.run, since, topics=[rooms.topic(room)], resync=partial(_resync, rooms, room))
 
-    def now_showing(run_id: str | None):
-        """A state naming another run: the client starts that run's log afresh, and the whole log
-        follows — again, for a run shown before (A, B, then A again)."""
-        nonlocal current
-        if run_id != current:
-            current = run_id
-            if run_id:
-                last[run_id] = 0
 
-    async def send_event(message: dict, text: str | None = None):
-        run_id, seq = message["run"], message["event"]["seq"]
-        if seq <= last.get(run_id, 0):
-            return
-        last[run_id] = seq
-        await websocket.send_text(text or json.dumps(message, separators=(",", ":")))
-
-    for message in start:
-        if message["type"] == "event":
-            await send_event(message)
-        else:
-            await websocket.send_text(json.dumps(message, separators=(",", ":")))
-    while True:
-        text = await subscriber.queue.get()
-        if subscriber.lagged:                               # too far behind: resync, never wait
-            subscriber.drain()
-            now_showing(room.run)
-            await websocket.send_text(json.dumps(rooms.state(room), separators=(",", ":")))
-            for message in rooms.backlog(room, last.get(room.run, 0)):
-                await send_event(message)
+async def _send(websocket: WebSocket, events: LogFollower, state: dict):
+    """The room's state, then its run's log and live messages from the log follower; a state that
+    names another run switches the follower to that run's whole log (again for a run shown before)."""
+    await websocket.send_text(json.dumps(state, separators=(",", ":")))
+    async for topic, message in events:
+        if topic == events.run_id:
+            await websocket.send_text(event_message(topic, message))
             continue
-        if text.startswith('{"type":"event"'):
-            await send_event(json.loads(text), text)
-        else:
-            if text.startswith('{"type":"state"'):
-                now_showing(json.loads(text)["run"])
-            await websocket.send_text(text)
+        if message.startswith('{"type":"state"'):
+            _show(events, json.loads(message)["run"])
+        await websocket.send_text(message)
+
+
+def _show(events: LogFollower, run_id: str | None) -> None:
+    if run_id != events.run_id:
+        events.follow(run_id)
+
+
+def _resync(rooms: RoomManager, room: Room, events: LogFollower) -> list[tuple[str, str]]:
+    """For a socket too far behind: the room's state as it is now; its run's log follows from where the
+    socket was (or from the start, for a run shown meanwhile)."""
+    state = rooms.state(room)
+    _show(events, state["run"])
+    return [(rooms.topic(room), json.dumps(state, separators=(",", ":")))]
 
 
 async def _receive(websocket, rooms: RoomManager, room: Room, manager, settings, presenter: bool):

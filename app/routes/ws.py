@@ -9,12 +9,12 @@ presenter secret, `?secret=…`): `{"op": "cancel"}`, and for step mode
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.auth import current_user, may_see
 from app.deps import RunManagerDep
+from app.log_follower import LogFollower, event_text, follow
 from app.routes.control import receive_control
 from app.runs import Run, RunManager
 
@@ -31,9 +31,8 @@ async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, 
         await websocket.send_json({"error": f"no run with id {run_id!r}"})
         await websocket.close(code=4404)
         return
-    async with manager.hub.subscribe(run.id) as subscriber:
-        backlog = manager.events_since(run, since)   # taken with no await after subscribing: no gap
-        sender = asyncio.create_task(_send(websocket, manager, run, subscriber, backlog, since))
+    async with follow(manager, run.id, since) as events:
+        sender = asyncio.create_task(_send(websocket, events))
         try:
             await _receive(websocket, manager, run, secret)
         except WebSocketDisconnect:
@@ -42,23 +41,9 @@ async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, 
             sender.cancel()
 
 
-async def _send(websocket: WebSocket, manager: RunManager, run: Run, subscriber, backlog, since: int):
-    last = since
-    for event in backlog:
-        await websocket.send_text(json.dumps(event, separators=(",", ":")))
-        last = event["seq"]
-    while True:
-        event = await subscriber.queue.get()
-        if subscriber.lagged:    # the queue overflowed: take what was missed from the log instead
-            subscriber.drain()
-            for missed in manager.events_since(run, last):
-                await websocket.send_text(json.dumps(missed, separators=(",", ":")))
-                last = missed["seq"]
-            continue
-        if event["seq"] <= last:
-            continue
-        await websocket.send_text(json.dumps(event, separators=(",", ":")))
-        last = event["seq"]
+async def _send(websocket: WebSocket, events: LogFollower):
+    async for _, event in events:
+        await websocket.send_text(event_text(event))
 
 
 def _control_refusal(websocket: WebSocket, run: Run, secret: str | None) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from app.hub import Hub
+from app.log_follower import follow
 from app.routes.ws import _send
 from app.runs import RunManager
 from app.settings import Settings
@@ -21,8 +22,9 @@ def test_each_subscriber_gets_every_message_in_its_own_queue():
             for n in range(3):
                 hub.publish("run-a", {"seq": n})
             hub.publish("nobody-listens", {"seq": 99})
-            got = [[sub.queue.get_nowait()["seq"] for _ in range(sub.queue.qsize())] for sub in (first, second, other)]
-        assert got == [[0, 1, 2], [0, 1, 2], []]
+            got = [[sub.queue.get_nowait() for _ in range(sub.queue.qsize())] for sub in (first, second, other)]
+        published = [("run-a", {"seq": n}) for n in range(3)]
+        assert got == [published, published, []]
         assert hub.count("run-a") == 0 and hub.count("run-b") == 0     # unsubscribed on exit
 
     asyncio.run(scenario())
@@ -51,12 +53,12 @@ def test_lagged_websocket_client_is_resynchronised_from_the_log(tmp_path):
         manager.runs_dir.mkdir(parents=True)
         run = manager.create("tp_mlp", 1, {}, False, "gloo")           # records seq 1 (queued)
         socket = RecordingSocket()
-        async with manager.hub.subscribe(run.id) as subscriber:
-            backlog = manager.events_since(run, 0)
-            sender = asyncio.create_task(_send(socket, manager, run, subscriber, backlog, 0))
+        async with follow(manager, run.id, 0) as events:
+            sender = asyncio.create_task(_send(socket, events))
             for n in range(40):                                        # a burst: the queue overflows
                 manager.record(run, {"kind": "log", "message": f"event {n}"})
-            await until(lambda: not subscriber.lagged)                 # resynchronised and drained
+            assert events.subscriber.lagged
+            await until(lambda: not events.subscriber.lagged)          # resynchronised and drained
             for n in range(5):                                         # then live again
                 manager.record(run, {"kind": "log", "message": f"late {n}"})
                 await asyncio.sleep(0.01)

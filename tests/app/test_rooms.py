@@ -15,7 +15,7 @@ import pytest
 
 from app.hub import Hub
 from app.rooms import RoomManager
-from app.routes.rooms import _send
+from app.routes.rooms import _follow_room, _send
 from app.runs import RunManager
 from app.settings import Settings
 from tests.app.room_client import (RoomClient, StalledFollower, close_all, is_event, is_state, new_room,
@@ -494,15 +494,13 @@ def test_a_follower_whose_queue_overflows_is_resynchronised_and_still_gets_every
         for n in range(5):
             manager.record(run, {"kind": "log", "message": f"before {n}"})
         fresh, resumed = RecordingSocket(), RecordingSocket()
-        async with hub.subscribe(rooms.topic(room)) as first, hub.subscribe(rooms.topic(room)) as second:
-            senders = [
-                asyncio.create_task(_send(fresh, rooms, room, first, [rooms.state(room)] + rooms.backlog(room))),
-                asyncio.create_task(_send(resumed, rooms, room, second, [rooms.state(room)], since=6)),
-            ]
+        async with _follow_room(rooms, room, None, 0) as first, _follow_room(rooms, room, run.id, 6) as second:
+            senders = [asyncio.create_task(_send(fresh, first, rooms.state(room))),
+                       asyncio.create_task(_send(resumed, second, rooms.state(room)))]
             for n in range(40):                                        # a burst: both queues overflow
                 manager.record(run, {"kind": "log", "message": f"burst {n}"})
-            assert first.lagged and second.lagged
-            await until(lambda: not first.lagged and not second.lagged)    # resynchronised and drained
+            assert first.subscriber.lagged and second.subscriber.lagged
+            await until(lambda: not first.subscriber.lagged and not second.subscriber.lagged)   # resynchronised and drained
             for n in range(5):                                         # then live again
                 manager.record(run, {"kind": "log", "message": f"late {n}"})
                 await asyncio.sleep(0.01)
