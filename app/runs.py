@@ -91,7 +91,6 @@ class RunManager:
         self.hub = hub
         self.launcher = launcher or Launcher()
         self.runs: dict[str, Run] = {}
-        self.listeners: list = []    # callables (run, event) told of every event, e.g. the rooms
         self._recordings: dict[str, Recording] = {}
         self._recorded: dict[str, dict] = {}              # every recorded run's saved meta, by id
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -256,8 +255,6 @@ class RunManager:
         run.events.append(event)
         self._recording(run.id).append(json.dumps(event, separators=(",", ":")) + "\n")
         self.hub.publish(run.id, event)
-        for listener in self.listeners:
-            listener(run, event)
         if event["rank"] is not None:          # the server's own events (pause, continue) are no progress
             run.last_event_at = time.monotonic()
         if event["kind"] == "gate":

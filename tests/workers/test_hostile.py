@@ -37,7 +37,7 @@ def test_fork_bomb_memory_hog_and_huge_file_are_contained():
     attacks = {   # code, its limits, the reason
         "fork": ("while True:\n    os.fork()\n", {"processes": 24}, "process limit (24 processes)"),
         "memory": ("hog = [bytearray(1 << 26) for _ in range(10_000)]\n", {"memory_mb": 1280}, "memory limit (1280 MiB)"),
-        "file": (f"with open(f'/tmp/huge{{os.getpid()}}', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n",
+        "file": ("with open(f'/tmp/huge{os.getpid()}', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n",
                  {"file_mb": 4}, "file-size limit (4 MiB)"),
     }
     with ThreadPoolExecutor(3) as pool:

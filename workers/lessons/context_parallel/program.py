@@ -27,7 +27,6 @@ import math
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from workers import comm
 
