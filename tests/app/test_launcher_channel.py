@@ -39,9 +39,10 @@ def test_replies_go_to_their_requests_whatever_their_order():
             first = asyncio.create_task(launcher.check("pp", 2, {"n": 1}))
             await asyncio.sleep(0.05)
             second = asyncio.create_task(launcher.check("pp", 2, {"n": 2}))
-            done, _ = await asyncio.wait({first, second}, return_when=asyncio.FIRST_COMPLETED, timeout=30)
-            assert done == {second}                     # the second is answered while the first still waits
-            assert await second == [("schedule", "second")] and await first == [("schedule", "first")]
+            # the stand-in answers nothing before it has both: a second request that waited on the
+            # first's reply (as under the old lock) would never be sent, and both would hang
+            answers = await asyncio.wait_for(asyncio.gather(first, second), 30)
+            assert answers == [[("schedule", "first")], [("schedule", "second")]]
             assert await launcher.check("pp", 2, {"n": 2}) == [("schedule", "second")]   # kept: not asked again
             assert await launcher.check("pp", 2, {"n": 3}) == [("asked", "3")]             # the next id is 3
         finally:

@@ -112,7 +112,7 @@ def test_probing_unknown_run_ids_keeps_nothing(tmp_path):
     for i in range(2000):
         assert manager.get(f"probe{i:06d}") is None
     assert manager.get("../etc") is None
-    assert len(manager._recordings) == 0 and len(manager.runs) == 0
+    assert len(manager.store._recordings) == 0 and len(manager.runs) == 0
 
 
 def test_a_damaged_run_or_room_file_is_skipped_and_the_rest_load(tmp_path, caplog):
@@ -127,7 +127,7 @@ def test_a_damaged_run_or_room_file_is_skipped_and_the_rest_load(tmp_path, caplo
     (tmp_path / "rooms" / "BADROOM2.json").write_text('{"code": "BADROOM2", "colour": "red"}')
 
     manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-    manager._load_recorded_runs()
+    manager.store.load_recorded()
     assert [meta["id"] for meta in manager.list()] == ["good1"]
     assert manager.get("good1").status == "done" and manager.get("cut") is None
 

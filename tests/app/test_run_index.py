@@ -22,7 +22,7 @@ def recorded_runs(root, count: int) -> None:
 def test_listing_reads_no_file_and_knows_new_runs(tmp_path, monkeypatch):
     manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
     recorded_runs(manager.runs_dir, 3000)
-    manager._load_recorded_runs()                       # what start() does, without a launcher
+    manager.store.load_recorded()                       # what start() does, without a launcher
 
     def no_reading(self):
         raise AssertionError("a listing read run.json")
@@ -42,5 +42,5 @@ def test_listing_reads_no_file_and_knows_new_runs(tmp_path, monkeypatch):
 def test_a_limit_of_nothing_lists_nothing(tmp_path, limit):
     manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
     recorded_runs(manager.runs_dir, 3)
-    manager._load_recorded_runs()
+    manager.store.load_recorded()
     assert manager.list(limit) == []

@@ -28,7 +28,7 @@ def conclude(tmp_path, world_size: int, messages: list[tuple[int | None, dict]])
         run = manager.create("crash", world_size, {}, False, "gloo")
         run.status = "running"
         for rank, message in messages:
-            manager._take(run, rank, message)
+            manager.ingest.take(run, rank, message)
         await asyncio.wait_for(run.finished.wait(), 5)
         return {"status": run.status, "error": run.error, "last": run.events[-1]}
 
@@ -115,7 +115,7 @@ def test_runs_left_in_flight_are_failed_at_start_up_in_record_and_log(tmp_path):
     finished.create({"id": "fine", "status": "done"})
 
     manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-    manager._load_recorded_runs()
+    manager.store.load_recorded()
 
     run = manager.get("gone")
     assert (run.status, run.error["kind"]) == ("failed", "interrupted")
@@ -134,7 +134,7 @@ def test_only_the_most_recent_ended_runs_stay_in_memory_and_the_rest_reload(tmp_
         runs = [manager.create("crash", 1, {}, False, "gloo") for _ in range(4)]
         for run in runs:
             run.status = "running"
-            manager._take(run, None, report((0, 0, False))[1])
+            manager.ingest.take(run, None, report((0, 0, False))[1])
             await asyncio.wait_for(run.finished.wait(), 5)
         in_memory = set(manager.runs)
         first = manager.get(runs[0].id)                   # from disk, now the most recently used

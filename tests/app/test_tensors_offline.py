@@ -28,7 +28,7 @@ def client(tmp_path):
         rec.save_tensor({"blob": tensor_id, "shape": [2, 2], "dtype": "float32",
                          "data": base64.b64encode(struct.pack("<4f", *values)).decode()})
     app = create_app(Settings(DATA_DIR=tmp_path))
-    app.state.manager._load_recorded_runs()                  # what start() does, without a launcher
+    app.state.manager.store.load_recorded()                  # what start() does, without a launcher
     return Client(app)
 
 

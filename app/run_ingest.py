@@ -1,0 +1,77 @@
+"""The event port: each rank's (and each supervisor's) connection, after a hello naming the run and
+its token. A rank's event is checked against the protocol (a malformed one fails the run, unshown),
+held until what it depends on is recorded (app/causal.py), then recorded; a tensor blob is stored;
+the supervisor's report ends the run."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from typing import Callable
+
+from app.run import Run
+from app.run_outcome import Outcome
+from app.run_store import RunStore
+from workers.protocol import decode, problem
+
+log = logging.getLogger("paralab.runs")
+
+
+class Ingest:
+    def __init__(self, store: RunStore, outcome: Outcome, spawn: Callable):
+        self.store = store
+        self.outcome = outcome
+        self.spawn = spawn              # starts a task the manager keeps (and cancels when it stops)
+        self.address = ""
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._on_channel, "127.0.0.1", 0, limit=1 << 22)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self.address = f"{host}:{port}"
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def _on_channel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        run, rank = None, None
+        try:
+            hello = decode(await reader.readline())
+            run = self.store.runs.get(str(hello.get("hello")))
+            if run is None or run.final or not hmac.compare_digest(str(hello.get("token")), run.token):
+                return
+            rank = hello.get("rank")
+            if rank is not None:
+                run.channels_open += 1
+                run.writers[rank] = writer
+            while line := await reader.readline():
+                self.take(run, rank, decode(line))
+        except (ValueError, ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.warning("event channel of run %s rank %s: %s", run and run.id, rank, exc)
+        finally:
+            if run is not None and rank is not None:
+                run.channels_open -= 1
+                run.writers.pop(rank, None)
+                run.waiting.pop(rank, None)
+            writer.close()
+
+    def take(self, run: Run, rank: int | None, message: dict) -> None:
+        """One message from the channel of `rank` (None: the supervisor's)."""
+        if run.final:
+            return
+        if "blob" in message:
+            self.store.save_tensor(run, message)
+        elif "supervisor" in message:
+            run.report = message
+            self.spawn(self.outcome.conclude(run))
+        else:
+            message["rank"] = rank   # a rank speaks only for itself
+            if (wrong := problem(message)) is not None:   # never shown: the run fails, naming the field
+                self.outcome.kill(run)
+                self.outcome.finish(run, "failed", {"kind": "protocol", "rank": rank, "message": f"rank {rank} sent {wrong}"})
+                return
+            run.last_event_at = time.monotonic()
+            self.outcome.record_all(run, run.order.admit(message))

@@ -1,0 +1,174 @@
+"""How a run ends, and the word it ends with: done when every rank exited cleanly; failed with the
+crash, the hang, the time limit, the supervisor's death or a person's absence named; cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from typing import Callable
+
+from app import flight_recorder
+from app.run import Run
+from app.run_store import RunStore
+from app.settings import Settings
+
+CHANNEL_DRAIN_S = 2.0      # after the supervisor's report, how long to wait for ranks' last bytes
+
+
+class Outcome:
+    def __init__(self, settings: Settings, store: RunStore, on_end: Callable[[Run, bool], None]):
+        self.settings = settings
+        self.store = store
+        self.on_end = on_end            # (run, it was still queued): told once each run has ended
+
+    def time_limit(self, run: Run) -> float:
+        """Step mode waits on a person, so it gets the longer limit."""
+        return self.settings.STEP_TIME_LIMIT_S if run.step else self.settings.RUN_TIME_LIMIT_S
+
+    def finish(self, run: Run, status: str, error: dict | None) -> None:
+        if run.final:
+            return
+        was_queued = run.status == "queued"
+        self.record_all(run, run.order.flush())
+        run.status, run.error = status, error
+        event = {"kind": "run", "status": status}
+        if error:
+            event["error"] = error
+        self.store.record(run, event)
+        self.store.save(run)
+        run.finished.set()
+        self.on_end(run, was_queued)
+        self.store.forget_old()
+
+    def record_all(self, run: Run, events: list[dict]) -> None:
+        for event in events:
+            self.store.record(run, event)
+
+    @staticmethod
+    def kill(run: Run) -> None:
+        if run.pid is None:
+            return
+        try:
+            os.killpg(run.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    # ---- the supervisor's report ------------------------------------------------------------------
+    async def conclude(self, run: Run) -> None:
+        """The supervisor has reported: let the ranks' last events arrive, then end the run."""
+        deadline = time.monotonic() + CHANNEL_DRAIN_S
+        while run.channels_open > 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        if run.final:
+            return
+        self.record_all(run, run.order.flush())
+        report = run.report or {}
+        self._record_output(run, report.get("output"))
+        if report.get("timed_out"):
+            self.finish(run, "failed", self.timeout_error(run))
+            return
+        failed = [e for e in report.get("exits", []) if e["code"] != 0 and not e.get("stopped")]
+        if not failed:
+            self.finish(run, "done", None)
+        else:
+            error = flight_recorder.explain_crash(self._crash_error(run, failed), run.events, run.world_size)
+            self.finish(run, "failed", error)
+
+    def _record_output(self, run: Run, output) -> None:
+        """What each rank printed (stdout and stderr), as one `log` event per rank that printed: the
+        tail the supervisor kept, and how much more there was."""
+        if not isinstance(output, list):
+            return
+        keep = self.settings.MAX_RANK_OUTPUT_BYTES
+        for entry in output[: run.world_size]:
+            if not isinstance(entry, dict) or not isinstance(entry.get("rank"), int):
+                continue
+            tail, printed = str(entry.get("tail", "")), int(entry.get("bytes", 0))
+            while len(json.dumps(tail)) > keep and tail:      # escapes must not push it past an event's size
+                tail = tail[len(tail) // 4:]
+            dropped = max(printed - len(tail.encode()), 0)
+            message = f"rank {entry['rank']} printed {printed} bytes"
+            if dropped:
+                message += f"; only the last {printed - dropped} are kept (a rank's output is capped at {keep} bytes)"
+            self.store.record(run, {"kind": "log", "level": "output", "rank": entry["rank"], "message": message,
+                                    "output": tail, "output_bytes": printed, "dropped_bytes": dropped})
+
+    def _crash_error(self, run: Run, failed: list[dict]) -> dict:
+        # A rank whose own collective or send/recv failed was most likely cut off by another rank's
+        # death (the supervisor may reap that one second): name the others first.
+        first = min(failed, key=lambda e: (_failed_in_communication(run, e["rank"]), e["rank"]))
+        rank = first["rank"]
+        raised = run.rank_errors.get(rank)
+        if raised is not None:
+            return {"kind": "crash", "rank": rank, "message": f"rank {rank} raised {raised['message']}",
+                    "site": raised.get("site"), "traceback": raised.get("traceback")}
+        code = first["code"]
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        return {"kind": "crash", "rank": rank, "message": f"rank {rank} {how}", "site": run.last_site(rank)}
+
+    def timeout_error(self, run: Run) -> dict:
+        limit = self.time_limit(run)   # a step-mode run has the longer limit
+        return {"kind": "timeout", "message": f"the run passed its wall-clock limit of {limit:g} s",
+                "ranks": {str(r): run.last_site(r) for r in range(run.world_size)}}
+
+    # ---- watching a running run ----------------------------------------------------------------------
+    async def watch(self, run: Run) -> None:
+        """A run is hung when some rank sits inside a collective or send/recv, no event has come for
+        `hang_timeout_s`, and no rank is waiting at a step-mode gate (that is a person's pause).
+        It also ends a run whose supervisor died, and a step-mode run left waiting too long."""
+        while not run.final:
+            await asyncio.sleep(min(0.25, run.hang_timeout_s / 4))
+            self.record_all(run, run.order.overdue())
+            if self._supervisor_died(run) or self._idle_too_long(run):
+                return
+            quiet = time.monotonic() - run.last_event_at
+            if quiet < run.hang_timeout_s or run.waiting or run.report is not None:
+                continue
+            self.record_all(run, run.order.flush())
+            if flight_recorder.open_calls(run.events, run.world_size):
+                self.kill(run)
+                report = flight_recorder.diagnose(run.events, run.world_size)
+                message = f"hung for {run.hang_timeout_s:g} s: {report.pop('message')}"
+                self.finish(run, "failed", {"kind": "hang", "message": message, **report})
+
+    def _supervisor_died(self, run: Run) -> bool:
+        """The supervisor is gone without its report (killed; or the launcher died, taking it along):
+        the ranks went with it. Given the report's own time to arrive, the run fails saying so."""
+        if run.pid is None or run.report is not None or _process_exists(run.pid):
+            return False
+        now = time.monotonic()
+        run.supervisor_gone_at = run.supervisor_gone_at or now
+        if now - run.supervisor_gone_at < CHANNEL_DRAIN_S:
+            return False
+        self.kill(run)
+        self.finish(run, "failed", {"kind": "supervisor", "message": (
+            f"the run's supervisor (pid {run.pid}) died without reporting; its ranks were stopped with it")})
+        return True
+
+    def _idle_too_long(self, run: Run) -> bool:
+        """A step-mode run whose ranks wait at their gates with nobody stepping holds a run slot:
+        after STEP_IDLE_LIMIT_S it ends, and gives the slot back."""
+        limit = self.settings.STEP_IDLE_LIMIT_S
+        if not run.waiting or time.monotonic() - max(run.last_control_at, run.last_event_at) < limit:
+            return False
+        self.kill(run)
+        self.finish(run, "failed", {"kind": "idle", "message": (
+            f"nobody stepped, continued or paused this run for {limit:g} s; it was ended to free its slot")})
+        return True
+
+
+def _failed_in_communication(run: Run, rank: int) -> bool:
+    return any(e.get("rank") == rank and e.get("phase") == "end" and "error" in e for e in run.events)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,93 @@
+"""The run queue: runs wait in the order they came for one of MAX_CONCURRENT_RUNS slots (each told
+its place as runs ahead leave), then the warm launcher starts their ranks and the run is watched until
+it ends or passes its time limit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable
+
+from app.launcher import Launcher
+from app.run import Run
+from app.run_outcome import Outcome
+from app.run_store import RunStore
+from app.settings import Settings
+from workers.launch_request import LaunchRequest
+
+log = logging.getLogger("paralab.runs")
+
+KILL_GRACE_S = 5.0         # the server's own limit is the run's limit plus this
+
+
+class QueueFull(Exception):
+    pass
+
+
+class RunQueue:
+    def __init__(self, settings: Settings, store: RunStore, outcome: Outcome, launcher: Launcher,
+                 events_address: Callable[[], str], spawn: Callable):
+        self.settings = settings
+        self.store = store
+        self.outcome = outcome
+        self.launcher = launcher
+        self.events_address = events_address   # where the ranks send their events (known once started)
+        self.spawn = spawn
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._slots = asyncio.Semaphore(settings.MAX_CONCURRENT_RUNS)
+
+    def put(self, run: Run) -> None:
+        queued = sum(1 for r in self.store.runs.values() if r.status == "queued")
+        if queued >= self.settings.MAX_QUEUED_RUNS:
+            raise QueueFull(f"{queued} runs are already queued; try again shortly")
+        self.store.add(run)
+        self.announce_positions()
+        self._queue.put_nowait(run.id)
+
+    def announce_positions(self) -> None:
+        """Each queued run's place in the queue, told again whenever a run ahead of it leaves."""
+        queued = sorted((r for r in self.store.runs.values() if r.status == "queued"), key=lambda r: r.created_at)
+        for position, run in enumerate(queued, 1):
+            if run.position != position:
+                run.position = position
+                self.store.record(run, {"kind": "run", "status": "queued", "position": position})
+
+    async def serve(self) -> None:
+        while True:
+            run_id = await self._queue.get()
+            await self._slots.acquire()
+            run = self.store.runs.get(run_id)
+            if run is None or run.final:
+                self._slots.release()
+                continue
+            self.spawn(self._execute(run))
+
+    async def _execute(self, run: Run) -> None:
+        try:
+            request = LaunchRequest(
+                run_id=run.id, token=run.token, lesson=run.lesson, world_size=run.world_size,
+                events_address=self.events_address(), t0=run.t0,
+                time_limit_s=self.outcome.time_limit(run), params=run.params,
+                backend=run.backend, step=run.step, output_bytes=self.settings.MAX_RANK_OUTPUT_BYTES)
+            run.status = "running"
+            self.store.record(run, {"kind": "run", "status": "running", "backend": run.backend})
+            self.announce_positions()
+            run.pid = await self.launcher.launch(request)
+            run.last_control_at = time.monotonic()
+            if run.final:            # cancelled while its ranks were being started: stop them now
+                self.outcome.kill(run)
+                return
+            watchdog = self.spawn(self.outcome.watch(run))
+            try:
+                await asyncio.wait_for(run.finished.wait(), self.outcome.time_limit(run) + KILL_GRACE_S)
+            except asyncio.TimeoutError:
+                self.outcome.kill(run)
+                self.outcome.finish(run, "failed", self.outcome.timeout_error(run))
+            finally:
+                watchdog.cancel()
+        except Exception as exc:   # the launcher failed: the run fails, the server goes on
+            log.exception("run %s could not be launched", run.id)
+            self.outcome.finish(run, "failed", {"kind": "launch", "message": f"could not start the ranks: {exc}"})
+        finally:
+            self._slots.release()
