@@ -344,6 +344,10 @@ function zhLearnerTrace(trace) {
  * [pattern on the whole English message, Chinese with $1… or a function]. `zhServer` uses the first match.
  */
 const ZH_SERVER = [
+  // the cost model's fit (collectives): why to doubt it
+  [/^(α|β) clamped to 0: the best line gives (α|β) < 0$/, "$1 被截为 0：最佳拟合直线给出 $2 < 0"],
+  [/^poor fit: r² = (\S+) \(the times do not lie on one line\)$/, "拟合很差：r² = $1（这些时间不在一条直线上）"],
+  [/^(α|β) uncertain: ± (\S+)$/, "$1 不确定：± $2"],
   // a hang report (the page shows "hung for 10 s" apart, and the rest under it)
   [/^hung for (\S+) s: ([\s\S]+)$/, (m, s, rest) => `${s} 秒没有进展：${zhServer(rest)}`],
   [/^no rank is inside a collective or send\/recv$/, "没有 rank 在集合通信或 send/recv 中"],
@@ -932,6 +936,14 @@ export const ZH_BUILT = {
   "per message": "每条消息",
   "α and β arrive when the sweep ends.": "扫描结束后给出 α 和 β。",
   "measured (median of 5)": "实测（5 次的中位数）",
+  "measured (median of 5, slowest rank)": "实测（最慢 rank 的 5 次中位数）",
+  "measured round trip (median of 5)": "实测往返时间（5 次的中位数）",
+  "barrier:": "barrier：",
+  "measured (it moves no data: a latency only)": "实测（不传数据：只有延迟）",
+  "binomial-tree broadcast": "二项树 broadcast",
+  "dissemination barrier": "传播式 barrier",
+  "ring reduce-scatter, then the chunks to the root": "环形 reduce-scatter，再把各块发给根",
+  "ping-pong round trip": "乒乓往返",
   "α–β prediction": "α–β 预测",
   "size m": "大小 m",
   "predicted": "预测",

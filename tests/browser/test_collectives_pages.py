@@ -141,9 +141,25 @@ def test_sweep_draws_measured_against_predicted(page: Page, server):
     expect(panel.locator(".sweep-table tbody tr")).to_have_count(len(points))
     expect(panel.locator(".cost-formula")).to_contain_text("(p−1)·α + (p−1)/p · m·β")
     expect(panel.locator(".cost-fit")).to_contain_text("α = ")
+    # the fit with its uncertainty, and a warning for each reason to doubt it, as the ranks sent them
+    alpha = next(e for e in events_of(server, run["id"]) if e["kind"] == "metric" and e["name"] == "alpha")
+    expect(panel.locator(".cost-fit")).to_contain_text(f"r² = {alpha['r2']:.2f}")
+    expect(panel.locator(".cost-warnings li")).to_have_count(len(alpha["warnings"]))
+    expect(page.locator("#numbers-panel")).not_to_contain_text("cost_sample")   # the raw samples: no stray cards
     page.keyboard.press("Home")                             # before the sweep, no chart (the panel stays: the log has one)
     expect(panel.locator("svg.sweep-chart")).to_have_count(0)
     expect(panel).to_contain_text("No sweep points yet at this step.")
+
+
+def test_a_barrier_sweep_shows_one_latency_and_no_bandwidth(page: Page, server):
+    run = server.run("collectives", 2, {"op": "barrier", "sweep": True})
+    assert run["status"] == "done", run["error"]
+    [latency] = [e for e in events_of(server, run["id"]) if e["kind"] == "metric" and e["name"] == "barrier_latency"]
+    page.goto(f"{server.url}/lessons/collectives?run={run['id']}")
+    panel = page.locator("#cost-panel")
+    expect(panel.locator(".cost-barrier")).to_contain_text("a latency only")
+    expect(panel.locator(".cost-barrier")).to_contain_text(latency["formula"])
+    expect(panel.locator("svg.sweep-chart")).to_have_count(0)             # a barrier moves no data: no sizes
 
 
 def test_ring_steps_show_chunks_moving_between_neighbours(page: Page, server):

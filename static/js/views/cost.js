@@ -7,10 +7,11 @@
 
 import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
-import { t } from "paralab/i18n.js";
+import { t, tServer } from "paralab/i18n.js";
 
-/** Metrics this view shows (the numbers panel leaves them out). */
-export const COST_METRICS = ["cost_sweep", "alpha", "beta"];
+/** Metrics this view shows (the numbers panel leaves them out); `cost_sample` (every timed repeat) is
+ * the sweep's raw data, kept in the log so the fit can be redone from it. */
+export const COST_METRICS = ["cost_sweep", "alpha", "beta", "barrier_latency", "cost_sample"];
 
 const MEASURED = "#0f172a";
 const PREDICTED = "#ea580c";
@@ -65,21 +66,50 @@ export function sweepChart(points, { width, rem }) {
 
 /** "ring all-reduce" in the interface's language: the algorithm's word translated, the op's name kept. */
 function modelName(name) {
+  if (t(name) !== name) return t(name);
   const m = /^(ring|tree) (.+)$/.exec(name);
   return m ? t(`${m[1]} {op}`, { op: m[2] }) : name;
+}
+
+/** "± 12 %" of a fitted value, from its standard error. */
+function spread(metric) {
+  return metric.stderr > 0 && metric.value > 0 ? ` ± ${Math.round((100 * metric.stderr) / metric.value)} %` : "";
+}
+
+/** The fit in words: α and β with their uncertainty, r², and a warning for each reason to doubt it. */
+function fitLines(alpha, beta) {
+  if (!alpha && !beta) return h("p", { class: "cost-fit pending" }, "α and β arrive when the sweep ends.");
+  const warnings = alpha?.warnings || beta?.warnings || [];
+  return [
+    h("p", { class: "cost-fit" },
+      h("span", { class: "label" }, "fitted from ping-pong between ranks 0 and 1: "),
+      alpha ? [h("strong", {}, `α = ${formatSeconds(alpha.value)}`), spread(alpha), " per message"] : null,
+      alpha && beta ? " · " : null,
+      beta ? [h("strong", {}, `β = ${beta.value > 0 ? `${(beta.value * 1e9).toPrecision(3)} ns/B` : "0"}`), spread(beta),
+        beta.value > 0 ? ` (1/β = ${formatRate(1 / beta.value)})` : ""] : null,
+      alpha?.r2 !== undefined ? ` · r² = ${Number(alpha.r2).toFixed(2)}` : null),
+    warnings.length ? h("ul", { class: "cost-warnings", role: "note" }, warnings.map((w) => h("li", {}, `⚠ ${tServer(w)}`))) : null,
+  ];
+}
+
+function barrierLine(barrier) {
+  return h("p", { class: "cost-barrier" }, h("span", { class: "label" }, "barrier: "),
+    h("strong", {}, formatSeconds(barrier.value)), " measured (it moves no data: a latency only)",
+    barrier.expected !== undefined ? [" · ", h("code", {}, barrier.formula || ""), ` = ${formatSeconds(barrier.expected)}`] : null);
 }
 
 export function renderCost(container, state, { runId, worldSize }) {
   const points = state.series.get("cost_sweep") || [];
   const alpha = state.metrics.get("alpha");
   const beta = state.metrics.get("beta");
-  if (!points.length && !alpha) {
+  const barrier = state.metrics.get("barrier_latency");
+  if (!points.length && !alpha && !barrier) {
     if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No sweep points yet at this step."));
     return true;
   }
   const rem = remPx();
   const width = Math.max(320, Math.min(sizeOf(container).width || 640, 46 * rem));
-  const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq].join(",");
+  const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq, barrier?.seq].join(",");
   if (!changed(container, key)) return true;
   const p = worldSize || state.ranks.length;
   const model = points.find((pt) => pt.formula) || null;   // the lesson's α–β model, sent with its sweep
@@ -88,19 +118,14 @@ export function renderCost(container, state, { runId, worldSize }) {
     h("div", { class: "cost-model" },
       model ? h("p", { class: "cost-formula" }, h("span", { class: "label" }, `${t("α–β model of {name} on p = {p}:", { name: modelName(model.model || ""), p })} `),
         h("code", {}, model.formula)) : null,
-      alpha || beta
-        ? h("p", { class: "cost-fit" },
-            h("span", { class: "label" }, "fitted from ping-pong between ranks 0 and 1: "),
-            alpha ? [h("strong", {}, `α = ${formatSeconds(alpha.value)}`), " per message"] : null,
-            alpha && beta ? " · " : null,
-            beta ? [h("strong", {}, `β = ${beta.value > 0 ? `${(beta.value * 1e9).toPrecision(3)} ns/B` : "0"}`),
-              beta.value > 0 ? ` (1/β = ${formatRate(1 / beta.value)})` : ""] : null)
-        : h("p", { class: "cost-fit pending" }, "α and β arrive when the sweep ends.")),
+      fitLines(alpha, beta),
+      barrier ? barrierLine(barrier) : null),
     sorted.length ? h("div", { class: "sweep" },
       h("figure", { class: "sweep-figure" },
         sweepChart(sorted, { width, rem }),
         h("figcaption", { class: "sweep-legend" },
-          h("span", { class: "key measured" }, h("span", { class: "swatch", style: { background: MEASURED } }), "measured (median of 5)"),
+          h("span", { class: "key measured" }, h("span", { class: "swatch", style: { background: MEASURED } }),
+            sorted[0]?.round_trip ? "measured round trip (median of 5)" : "measured (median of 5, slowest rank)"),
           h("span", { class: "key predicted" }, h("span", { class: "swatch dashed", style: { borderColor: PREDICTED } }), "α–β prediction"))),
       h("table", { class: "sweep-table" },
         h("thead", {}, h("tr", {}, ["size m", "measured", "predicted", "ratio", "algbw", "busbw"].map((label, i) =>
@@ -112,6 +137,6 @@ export function renderCost(container, state, { runId, worldSize }) {
           h("td", { class: "num" }, pt.predicted > 0 ? `${(pt.value / pt.predicted).toFixed(2)}×` : "–"),
           h("td", { class: "num" }, formatRate(pt.algbw)),
           h("td", { class: "num" }, formatRate(pt.busbw)))))))
-      : h("p", { class: "empty" }, "No sweep points yet at this step."));
+      : barrier ? null : h("p", { class: "empty" }, "No sweep points yet at this step."));
   return true;
 }

@@ -6,6 +6,7 @@
  */
 
 import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
+import { COST_METRICS } from "paralab/views/cost.js";
 import { t } from "paralab/i18n.js";
 import { formatBytes, formatNumber, rankList } from "paralab/replay.js";
 import { gridTable as grid } from "paralab/views/grid-table.js";
@@ -209,7 +210,7 @@ export function memoryTable(state, { cache } = {}) {
 
 // ---- numbers ---------------------------------------------------------------------------------------------
 
-const SHOWN_ELSEWHERE = new Set(["cost_sweep", "alpha", "beta", "block_comm_bytes_expected", "steps_ring",
+const SHOWN_ELSEWHERE = new Set([...COST_METRICS, "block_comm_bytes_expected", "steps_ring",
   "steps_recursive_doubling", ...PIPELINE_METRICS, ...MEMORY_METRICS, ...TOPOLOGY_METRICS]);
 
 /** The metrics the numbers panel shows: name, value, unit, formula, expected, verdict. */
