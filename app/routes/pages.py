@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from app.deps import SettingsDep
 from app.rooms import normalise_code
 from workers.lessons import LESSONS
+from workers.lessons.course import course
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
@@ -15,7 +16,7 @@ router = APIRouter(tags=["pages"], include_in_schema=False)
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request):
     templates = request.app.state.templates
-    return templates.TemplateResponse(request, "index.html", {"lessons": list(LESSONS.values())})
+    return templates.TemplateResponse(request, "index.html", {"parts": course()})
 
 
 @router.get("/lessons/{lesson_id}", response_class=HTMLResponse)

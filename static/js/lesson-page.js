@@ -24,7 +24,8 @@ import { renderNow } from "paralab/views/now.js";
 import { drawPanels, mountPanels } from "paralab/views/panels.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { renderSource } from "paralab/views/source.js";
-import { renderFailure, renderRunPill } from "paralab/views/status.js";
+import { liveStatus, renderFailure, renderRunPill } from "paralab/views/status.js";
+import { markRan } from "paralab/progress.js";
 import { renderStepper } from "paralab/views/stepper.js";
 
 const page = document.querySelector("[data-lesson]");
@@ -87,6 +88,7 @@ function render() {
   renderTables(state, ctx);
   if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
+  if (run && store.state.final && liveStatus(log)?.status === "done") markRan(run.lesson);
   document.body.classList.toggle("has-run", Boolean(run));
   document.body.classList.toggle("step-run", Boolean(run?.step));
   if (run) $("#recent-runs").hidden = true;
@@ -206,7 +208,7 @@ export async function useLesson(id, { values = {} } = {}) {
   setExpanded(form, true);
   $(".lesson-title").textContent = lesson.title;
   $(".lesson-summary").textContent = lesson.summary;
-  renderExplanation($("#explanation"), lesson.explanation);
+  renderExplanation($("#explanation"), lesson.explanation, id);
   scheduleRender();
   return lesson;
 }
@@ -220,7 +222,7 @@ document.addEventListener("paralab:lang", async () => {
   if (!lesson) return;
   const shown = lessonId;
   const again = await host.fetchLesson(shown);
-  if (shown === lessonId) renderExplanation($("#explanation"), (lesson.explanation = again.explanation));
+  if (shown === lessonId) renderExplanation($("#explanation"), (lesson.explanation = again.explanation), shown);
 });
 
 window.paralab = { store, get connection() { return connection; } };   // for the console and the tests
