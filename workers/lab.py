@@ -90,7 +90,7 @@ class Lab:
             scale = float(expected.float().abs().max()) if expected.numel() else 0.0
             passed = err <= atol + rtol * scale
             if not passed:
-                differences = _worst(diff, actual, expected)
+                differences = furthest_from_reference(diff, actual, expected)
         event = Check(rank=self.rank, t=self._tracer.clock(), name=name, passed=passed,
                       max_abs_err=err if math.isfinite(err) else str(err), atol=atol, rtol=rtol, detail=detail,
                       differences=differences or None).to_dict()
@@ -115,7 +115,8 @@ class Lab:
         self._tracer.emit({**event, **others})
 
 
-def _worst(diff: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor, count: int = 5) -> list[dict]:
+def furthest_from_reference(diff: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor,
+                            count: int = 5) -> list[dict]:
     """The elements furthest from the reference: index, this rank's value, the reference's."""
     flat = diff.flatten().nan_to_num(float("inf"))
     rows = []

@@ -9,6 +9,8 @@ import math
 
 import torch
 
+from workers.lab import furthest_from_reference
+
 
 def row(rank: int, name: str, passed: bool, detail: str, **fields) -> dict:
     return {"kind": "check", "rank": rank, "name": name, "passed": bool(passed), "detail": detail, **fields}
@@ -31,7 +33,7 @@ def compare(rank: int, outputs: dict, name: str, expected: torch.Tensor, detail:
     passed = err <= atol + rtol * scale          # NaN compares false: fails
     fields = {"max_abs_err": err if math.isfinite(err) else str(err), "atol": atol, "rtol": rtol}
     if not passed:
-        fields["differences"] = _worst(diff, actual, expected)
+        fields["differences"] = furthest_from_reference(diff, actual, expected)
     return row(rank, name, passed, detail, **fields)
 
 
@@ -54,15 +56,3 @@ def communication(rank: int, calls: list[dict], expected: list[tuple], detail: s
     made = performed(calls)
     wanted = [(op, group, list(shape)) for op, group, shape in expected]
     return fact(rank, "communication", made == wanted, detail, describe(wanted), describe(made))
-
-
-def _worst(diff: torch.Tensor, actual: torch.Tensor, expected: torch.Tensor, count: int = 5) -> list[dict]:
-    """The elements furthest from the reference: index, this rank's value, the reference's."""
-    flat = diff.flatten().nan_to_num(float("inf"))
-    rows = []
-    for i in flat.topk(min(count, flat.numel())).indices.tolist():
-        index = [int(k) for k in torch.unravel_index(torch.tensor(i), actual.shape)] if actual.dim() else []
-        got, want = float(actual.flatten()[i]), float(expected.flatten()[i])
-        rows.append({"index": index, "got": got if math.isfinite(got) else str(got),   # JSON has no NaN
-                     "expected": want if math.isfinite(want) else str(want)})
-    return rows
