@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     status TEXT NOT NULL,            -- queued, judging, passed, failed, refused, cancelled
     checks TEXT NOT NULL DEFAULT '[]',
     reason TEXT,
+    note TEXT,                       -- what else the judge says: e.g. how much of a flood of output was dropped
     created_at REAL NOT NULL,
     started INTEGER,                 -- the order the judge took it in (1, 2, 3, …)
     finished_at REAL
@@ -86,6 +87,7 @@ class Accounts:
             self._db.executescript(SCHEMA)
             self._add_session_epoch()
             self._add_uid()
+            self._add_note()
             # the judge was cut off by a restart: those submissions will never finish
             self._db.execute("UPDATE submissions SET status='refused', reason='the server restarted before it was judged; submit again', "
                              "finished_at=? WHERE status IN ('queued', 'judging')", (time.time(),))
@@ -95,6 +97,12 @@ class Accounts:
         columns = {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}
         if "session_epoch" not in columns:
             self._db.execute("ALTER TABLE users ADD COLUMN session_epoch INTEGER NOT NULL DEFAULT 0")
+
+    def _add_note(self) -> None:
+        """A database from before the judge's notes lacks submissions.note (called under the lock)."""
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(submissions)")}
+        if "note" not in columns:
+            self._db.execute("ALTER TABLE submissions ADD COLUMN note TEXT")
 
     def _add_uid(self) -> None:
         """A database from before user ids lacks users.uid: each existing user gets one (under the lock)."""
@@ -226,11 +234,12 @@ class Accounts:
     def mark_judging(self, sid: str, started: int) -> None:
         self._q("UPDATE submissions SET status='judging', started=? WHERE id=?", (started, sid))
 
-    def finish_submission(self, sid: str, status: str, checks: list, reason: str | None) -> bool:
+    def finish_submission(self, sid: str, status: str, checks: list, reason: str | None,
+                          note: str | None = None) -> bool:
         """Give a submission its verdict, unless it has one already (cancelled first): whether it took."""
-        return 1 == self._change("UPDATE submissions SET status=?, checks=?, reason=?, finished_at=? "
+        return 1 == self._change("UPDATE submissions SET status=?, checks=?, reason=?, note=?, finished_at=? "
                                  "WHERE id=? AND status IN ('queued', 'judging')",
-                                 (status, json.dumps(checks), reason, time.time(), sid))
+                                 (status, json.dumps(checks), reason, note, time.time(), sid))
 
     def max_started(self) -> int:
         return self._q("SELECT COALESCE(MAX(started), 0) AS n FROM submissions")[0]["n"]

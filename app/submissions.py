@@ -154,7 +154,8 @@ class Judge:
                 verdict = await asyncio.to_thread(judge, submission["problem"], submission["code"],
                                                   allow_unsandboxed=self.settings.ALLOW_UNSANDBOXED,
                                                   stop=judging.stop)
-            self.accounts.finish_submission(sid, verdict.status, verdict.checks, verdict.reason)  # not over a cancel
+            self.accounts.finish_submission(sid, verdict.status, verdict.checks, verdict.reason,  # not over a cancel
+                                            verdict.note)
         except asyncio.CancelledError:
             raise
         except Exception as exc:     # the judge itself broke: say so, keep serving

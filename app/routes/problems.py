@@ -45,4 +45,4 @@ async def judge_solution(problem_id: str, body: Submission, request: Request):
     async with request.app.state.judge_slots:
         verdict = await asyncio.to_thread(judge, problem_id, body.code,
                                           allow_unsandboxed=settings.ALLOW_UNSANDBOXED)
-    return {"status": verdict.status, "checks": verdict.checks, "reason": verdict.reason}
+    return {"status": verdict.status, "checks": verdict.checks, "reason": verdict.reason, "note": verdict.note}

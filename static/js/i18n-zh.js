@@ -344,6 +344,8 @@ function zhLearnerTrace(trace) {
  * [pattern on the whole English message, Chinese with $1… or a function]. `zhServer` uses the first match.
  */
 const ZH_SERVER = [
+  // the judge's note on a flood of output
+  [/^the program printed (.+); only the last (\d+) KiB of each were kept$/, "程序输出了 $1；每一路只保留最后 $2 KiB"],
   // the cost model's fit (collectives): why to doubt it
   [/^(α|β) clamped to 0: the best line gives (α|β) < 0$/, "$1 被截为 0：最佳拟合直线给出 $2 < 0"],
   [/^poor fit: r² = (\S+) \(the times do not lie on one line\)$/, "拟合很差：r² = $1（这些时间不在一条直线上）"],

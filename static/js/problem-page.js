@@ -121,6 +121,7 @@ export async function startProblemPage(root) {
     setStatus(submission.status, () => verdictLine(submission));
     fill(verdict,
       submission.reason ? h("p", { class: "verdict-reason" }, tServer(submission.reason)) : null,
+      submission.note ? h("p", { class: "verdict-note" }, tServer(submission.note)) : null,
       h("ul", { class: "check-list" }, submission.checks.map(renderCheck)));
   }
 

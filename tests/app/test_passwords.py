@@ -116,3 +116,21 @@ def test_a_database_from_before_password_changes_gains_session_epochs(tmp_path):
         assert accounts.authenticate("old", "a-new-password").session_epoch == 1
     finally:
         accounts.close()
+
+
+def test_a_database_from_before_the_judges_notes_keeps_its_submissions_and_gains_notes(tmp_path):
+    path = tmp_path / "lab.sqlite3"
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript("CREATE TABLE submissions (id TEXT PRIMARY KEY, user TEXT NOT NULL, problem TEXT NOT NULL, "
+                         "code TEXT NOT NULL, status TEXT NOT NULL, checks TEXT NOT NULL DEFAULT '[]', reason TEXT, "
+                         "created_at REAL NOT NULL, started INTEGER, finished_at REAL);"
+                         "INSERT INTO submissions VALUES ('s1', 'ann', 'ring_allreduce', 'x', 'passed', '[]', NULL, 0, 1, 1);"
+                         "INSERT INTO submissions VALUES ('s2', 'ann', 'ring_allreduce', 'x', 'queued', '[]', NULL, 0, NULL, NULL);")
+    accounts = Accounts(path)
+    try:
+        assert accounts.submission("s1")["status"] == "passed" and accounts.submission("s1")["note"] is None
+        accounts.mark_judging("s2", 2)
+        assert accounts.finish_submission("s2", "passed", [], None, "the program printed a lot")
+        assert accounts.submission("s2")["note"] == "the program printed a lot"
+    finally:
+        accounts.close()

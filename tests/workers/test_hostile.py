@@ -87,6 +87,23 @@ def test_an_output_flood_keeps_only_a_tail_and_says_so():
     assert printed >= 4 * 32 * (1 << 20) and "only the last 64 KiB" in verdict.note
 
 
+def test_the_server_answers_a_flood_with_its_note_and_keeps_its_memory(server):
+    """The same flood judged through the server: the verdict comes back with the note, and the server
+    held none of the 128 MiB."""
+    import httpx
+    before = _rss_mib(server.proc.pid)
+    flood = "for _ in range(32):\n    print('x' * (1 << 20))\n"
+    verdict = httpx.post(f"{server.url}/api/problems/fg_operators/judge", json={"code": attack(flood)}, timeout=300).json()
+    assert verdict["status"] == "passed", verdict
+    assert "only the last 64 KiB" in verdict["note"]
+    assert _rss_mib(server.proc.pid) - before < 30
+
+
+def _rss_mib(pid: int) -> float:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024
+
+
 def test_no_network_no_data_no_other_submissions_no_signals(tmp_path):
     secret = tmp_path / "data" / "runs" / "secret.txt"
     secret.parent.mkdir(parents=True)
