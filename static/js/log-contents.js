@@ -11,6 +11,7 @@ export function emptyContents() {
   return {
     kinds: new Set(),          // event kinds seen: "collective", "p2p", "compute", "tensor", …
     metrics: new Set(),        // metric names seen
+    reported: new Map(),       // metric name → its event (rank 0's), wherever it lies in the log
     stagedCompute: false,      // a compute span of a pipeline stage (its event names a `stage`)
     commBetweenCompute: false, // some rank computed, called a collective, then computed again
     buckets: false,            // a collective carries a data-parallel bucket
@@ -30,7 +31,10 @@ export function bucketOf(e) {
 /** Take one event into the summary. */
 export function noteEvent(contents, e) {
   contents.kinds.add(e.kind);
-  if (e.kind === "metric") contents.metrics.add(e.name);
+  if (e.kind === "metric") {
+    contents.metrics.add(e.name);
+    if (!contents.reported.has(e.name) || e.rank === 0) contents.reported.set(e.name, e);
+  }
   if (e.kind === "gate") contents.gated.add(e.call === "p2p" ? "p2p" : "collective");
   if (e.kind === "tensor" && Array.isArray(e.origin)) contents.origins = true;
   if (e.kind === "compute" && e.phase === "begin") {

@@ -9,6 +9,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.app.test_failures import line_of
+
 pytestmark = pytest.mark.browser
 
 
@@ -258,9 +260,10 @@ def test_failed_run_shows_rank_message_site_and_traceback(page: Page, server):
     expect(failure.locator("h2")).to_have_text("The run failed")
     expect(failure).to_contain_text("rank 1")
     expect(failure).to_contain_text("ZeroDivisionError: rank went dividing by zero on purpose")
-    expect(failure).to_contain_text("tests/lessons_extra/crash/program.py:15")
+    line = line_of("raise ZeroDivisionError")
+    expect(failure).to_contain_text(f"tests/lessons_extra/crash/program.py:{line}")
     expect(failure.locator(".traceback pre")).to_contain_text("Traceback (most recent call last)")
-    expect(page.locator(".source-code .line.current")).to_have_attribute("data-line", "15")
+    expect(page.locator(".source-code .line.current")).to_have_attribute("data-line", str(line))
     expect(page.locator("#run-status")).to_contain_text("Run failed")
     page.keyboard.press("Home")                            # at the start, nothing had failed yet
     expect(failure).to_be_hidden()

@@ -88,7 +88,7 @@ function show(v) {
   return Number.isInteger(v) ? String(v) : formatNumber(Number(v.toFixed(2)));
 }
 
-export function renderRing(container, state, { runId, worldSize }) {
+export function renderRing(container, state, { runId, worldSize, contents }) {
   const gated = gatedCalls(state);
   if (hasOrigins(state)) {
     changed(container, "none");
@@ -236,7 +236,7 @@ export function renderRing(container, state, { runId, worldSize }) {
     morph(cache.get("strip", () => h("ol", { class: "step-strip", "aria-label": "steps so far" })), steps.map((st, i) =>
       h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
     morph(cache.get("head", () => h("p", { class: "ring-head" })),
-      h("strong", {}, step.key), algorithmStep(step, state),
+      h("strong", {}, step.key), algorithmStep(step, state, contents),
       detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
     place(cache.get("drawing", () => h("div", { class: "ring-drawing" })), [svg]),
     morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
@@ -278,16 +278,18 @@ function stepsTable(ringSteps, doubling) {
 
 /**
  * " — ring step 4 of 2(p−1) = 6" for the ring's phases, " — step 1 of log₂p = 2" for recursive doubling:
- * the step counts and their formulas as the lesson reports them (`steps_ring`, `steps_recursive_doubling`).
+ * the step counts and their formulas as the lesson reports them (`steps_ring`, `steps_recursive_doubling`),
+ * counted when the steps are done: from anywhere in the log, so a recorded run says it at every step.
  */
-function algorithmStep(step, state) {
+function algorithmStep(step, state, contents) {
   if (!step.n) return "";
-  const ring = state.metrics.get("steps_ring");
+  const reported = (name) => state.metrics.get(name) ?? contents?.reported?.get(name);
+  const ring = reported("steps_ring");
   if (ring && (step.stem === "reduce-scatter" || step.stem === "all-gather")) {
     const k = step.stem === "reduce-scatter" ? step.n : ring.value / 2 + step.n;   // the all-gather's steps follow the reduce-scatter's half
     return ` ${t("— ring step {k} of {formula} = {total}", { k, formula: ring.formula, total: ring.value })}`;
   }
-  const doubling = state.metrics.get("steps_recursive_doubling");
+  const doubling = reported("steps_recursive_doubling");
   if (doubling && step.stem === "doubling") return ` ${t("— step {k} of {formula} = {total}", { k: step.n, formula: doubling.formula, total: doubling.value })}`;
   return "";
 }
