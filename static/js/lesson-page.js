@@ -93,7 +93,7 @@ function render() {
   document.body.classList.toggle("step-run", Boolean(run?.step));
   if (run) $("#recent-runs").hidden = true;
   const shown = run ? { worldSize: run.world_size, params: run.params } : readParamsForm(form);
-  if (host.writeUrl) writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
+  if (host.writeUrl && lesson) writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
              seq: cursor >= 0 ? log[cursor].seq : null });
 }
 

@@ -76,6 +76,7 @@ def test_an_unticked_box_in_the_address_runs_unticked_and_presents_unticked(page
     page.goto(f"{server.url}/lessons/collectives?world_size=2&sweep=false&op=broadcast")
     page.get_by_role("button", name="Present").click()
     page.wait_for_url(re.compile(r"/rooms/[A-Z2-9]{8}$"))
+    expect(page.locator("#param-op")).to_have_value("broadcast")      # the presenter's form, from the link
     expect(page.locator("#param-sweep")).not_to_be_checked()
     assert page.evaluate(READ_FORM)["params"]["sweep"] is False
     assert page.evaluate(READ_FORM)["params"]["op"] == "broadcast"
