@@ -62,6 +62,10 @@ class Run:
                 "hang_timeout_s": self.hang_timeout_s,
                 "status": self.status, "error": self.error, "event_count": len(self.events)}
 
+    def now(self) -> float:
+        """Seconds since the run was created: the `t` of the server's own events."""
+        return time.monotonic() - self.t0
+
     def note(self, event: dict) -> None:
         """Keep what the rest of the server asks of the log without reading it: progress, the ranks
         waiting at a step-mode gate, each rank's first error."""

@@ -9,6 +9,7 @@ import time
 from app.run import Run
 from app.run_store import RunStore
 from app.settings import Settings
+from workers.protocol import Run as RunEvent
 
 
 class StepControl:
@@ -40,7 +41,7 @@ class StepControl:
             _tell(run, sorted(run.writers), {"stepping": stepping})
             if stepping != run.stepping:     # said again, it changes nothing: the log does not grow
                 run.stepping = stepping
-                self.store.record(run, {"kind": "run", "status": "running", "stepping": stepping})
+                self.store.record(run, RunEvent(t=run.now(), status="running", stepping=stepping).to_dict())
         else:
             return f"unknown control op {op!r}"
         return None

@@ -14,6 +14,7 @@ from app import flight_recorder
 from app.run import Run
 from app.run_store import RunStore
 from app.settings import Settings
+from workers.protocol import Log as LogEvent, Run as RunEvent
 
 CHANNEL_DRAIN_S = 2.0      # after the supervisor's report, how long to wait for ranks' last bytes
 
@@ -34,10 +35,7 @@ class Outcome:
         was_queued = run.status == "queued"
         self.record_all(run, run.order.flush())
         run.status, run.error = status, error
-        event = {"kind": "run", "status": status}
-        if error:
-            event["error"] = error
-        self.store.record(run, event)
+        self.store.record(run, RunEvent(t=run.now(), status=status, error=error or None).to_dict())
         self.store.save(run)
         run.finished.set()
         self.on_end(run, was_queued)
@@ -93,8 +91,8 @@ class Outcome:
             message = f"rank {entry['rank']} printed {printed} bytes"
             if dropped:
                 message += f"; only the last {printed - dropped} are kept (a rank's output is capped at {keep} bytes)"
-            self.store.record(run, {"kind": "log", "level": "output", "rank": entry["rank"], "message": message,
-                                    "output": tail, "output_bytes": printed, "dropped_bytes": dropped})
+            self.store.record(run, LogEvent(rank=entry["rank"], t=run.now(), level="output", message=message,
+                                            output=tail, output_bytes=printed, dropped_bytes=dropped).to_dict())
 
     def _crash_error(self, run: Run, failed: list[dict]) -> dict:
         # A rank whose own collective or send/recv failed was most likely cut off by another rank's

@@ -15,6 +15,7 @@ from app.run_outcome import Outcome
 from app.run_store import RunStore
 from app.settings import Settings
 from workers.launch_request import LaunchRequest
+from workers.protocol import Run as RunEvent
 
 log = logging.getLogger("paralab.runs")
 
@@ -51,7 +52,7 @@ class RunQueue:
         for position, run in enumerate(queued, 1):
             if run.position != position:
                 run.position = position
-                self.store.record(run, {"kind": "run", "status": "queued", "position": position})
+                self.store.record(run, RunEvent(t=run.now(), status="queued", position=position).to_dict())
 
     async def serve(self) -> None:
         while True:
@@ -71,7 +72,7 @@ class RunQueue:
                 time_limit_s=self.outcome.time_limit(run), params=run.params,
                 backend=run.backend, step=run.step, output_bytes=self.settings.MAX_RANK_OUTPUT_BYTES)
             run.status = "running"
-            self.store.record(run, {"kind": "run", "status": "running", "backend": run.backend})
+            self.store.record(run, RunEvent(t=run.now(), status="running", backend=run.backend).to_dict())
             self.announce_positions()
             run.pid = await self.launcher.launch(request)
             run.last_control_at = time.monotonic()

@@ -12,7 +12,7 @@ from app.hub import Hub
 from app.recording import Recording, recorded_ids
 from app.run import Run
 from app.settings import Settings
-from workers.protocol import FINAL_STATUSES
+from workers.protocol import FINAL_STATUSES, Run as RunEvent
 
 log = logging.getLogger("paralab.runs")
 
@@ -46,8 +46,8 @@ class RunStore:
                 meta["status"] = "failed"
                 meta["error"] = {"kind": "interrupted", "message": "the server stopped while this run was in flight"}
                 events = recording.load_events()   # the log, too, ends with how the run ended
-                events.append({"seq": len(events) + 1, "rank": None, "t": events[-1]["t"] if events else 0.0,
-                               "kind": "run", "status": "failed", "error": meta["error"]})
+                ended = RunEvent(t=events[-1]["t"] if events else 0.0, status="failed", error=meta["error"])
+                events.append({"seq": len(events) + 1, "rank": None, **ended.to_dict()})
                 recording.rewrite_events(events)
                 meta["event_count"] = len(events)
                 recording.save_meta(meta)
