@@ -620,7 +620,7 @@ export const ZH_BUILT = {
   "Foundations": "基础",
   "the collectives everything else is made of, and how a job hangs": "构成一切的集合通信，以及作业如何卡死",
   "Data": "数据并行",
-  "every rank a copy of the model, each its own slice of the batch": "每个 rank 一份模型副本，各自处理一部分 batch",
+  "every rank a copy of the model, each its own slice of the batch": "每个 rank 一份模型副本，各自处理一部分批数据",
   "Model": "模型并行",
   "one layer's weights split across ranks": "一层的权重切分到各 rank",
   "Sequence": "序列并行",

@@ -48,10 +48,10 @@ export function progressOf(lessonId) {
 
 /** On the index: each card's progress, and the course's. */
 export function showProgress(root) {
-  const cards = [...root.querySelectorAll(".lesson-card[data-lesson]")];
+  const cards = [...root.querySelectorAll(".lesson-card[data-card]")];
   let ran = 0;
   for (const card of cards) {
-    const p = progressOf(card.dataset.lesson);
+    const p = progressOf(card.dataset.card);
     const words = [p.ran ? `✓ ${t("ran")}` : null,
       p.questions ? t("{n} of {total} questions answered", { n: p.answered.length, total: p.questions }) : null].filter(Boolean);
     const badge = card.querySelector(".lesson-progress");

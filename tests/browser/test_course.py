@@ -21,13 +21,13 @@ def test_the_index_is_the_course_in_order(page: Page, server):
     titles = parts.all_inner_texts()
     assert titles[-1] == "More lessons"                      # the tests' own lessons, after the course
     assert titles[:-1] == [title for title, _, _ in PARTS if title in titles]   # the course in teaching order
-    shown = page.locator(".course-part .lesson-card").evaluate_all("cards => cards.map((c) => c.dataset.lesson)")
+    shown = page.locator(".course-part .lesson-card").evaluate_all("cards => cards.map((c) => c.dataset.card)")
     course = [lesson for _, _, ids in PARTS for lesson in ids if lesson in shown]
     assert shown[: len(course)] == course
     assert {"collectives", "tp_mlp", "pp", "three_d", "context_parallel"} <= set(shown)
-    three_d = page.locator('.lesson-card[data-lesson="three_d"] .know-first .first')
+    three_d = page.locator('.lesson-card[data-card="three_d"] .know-first .first')
     expect(three_d).to_have_count(len(KNOW_FIRST["three_d"]))
-    expect(page.locator('.lesson-card[data-lesson="collectives"] .know-first')).to_have_count(0)   # where to start
+    expect(page.locator('.lesson-card[data-card="collectives"] .know-first')).to_have_count(0)   # where to start
 
 
 def test_progress_is_kept_in_the_browser(page: Page, server):
@@ -40,8 +40,8 @@ def test_progress_is_kept_in_the_browser(page: Page, server):
     questions.first.locator("summary").click()
 
     page.goto(server.url + "/")
-    card = page.locator('.lesson-card[data-lesson="collectives"]')
+    card = page.locator('.lesson-card[data-card="collectives"]')
     expect(card).to_have_class(re.compile(r"\bdone\b"))
     expect(card.locator(".lesson-progress")).to_have_text(f"✓ ran · 1 of {count} questions answered")
     expect(page.locator(".course-progress")).to_have_text(re.compile(r"^1 of \d+ lessons run$"))
-    expect(page.locator('.lesson-card[data-lesson="tp_mlp"] .lesson-progress')).to_be_hidden()
+    expect(page.locator('.lesson-card[data-card="tp_mlp"] .lesson-progress')).to_be_hidden()

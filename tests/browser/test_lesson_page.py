@@ -50,7 +50,7 @@ def snapshot(page: Page) -> dict:
 
 def test_run_from_the_index_until_every_check_passes(page: Page, server):
     page.goto(server.url + "/")
-    page.get_by_role("link", name=re.compile("Tensor-parallel MLP")).click()
+    page.get_by_role("link", name=re.compile("^Tensor-parallel MLP")).click()
     expect(page).to_have_url(re.compile(r"/lessons/tp_mlp"))
     expect(page.locator(".lesson-title")).to_have_text("Tensor-parallel MLP")
 
