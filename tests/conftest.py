@@ -23,10 +23,11 @@ BROWSER_TESTS = REPO / "tests" / "browser"
 # run for its module), when it is a parametrized test on the live server past its first case (every
 # case is a real run: the fast loop runs one of each), or when it is listed here, by file or by
 # file::test (measured with --durations: several seconds).
-SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished"}
+SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished", "every_lesson_logs"}
 SLOW_TESTS = {
     "tests/app/test_hangs.py",                  # every bug waits for the hang timeout (10 s)
     "tests/app/test_pp_lesson.py::test_measured_bubble_is_the_formulas",
+    "tests/app/test_zero_lesson.py::test_a_reduce_scatter_that_sums_fails_the_gradient_checks",   # a planted copy
     "tests/app/test_rooms.py::test_a_stalled_follower_does_not_slow_the_other_twenty",
     "tests/workers/test_judge.py::test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it",
 }

@@ -18,7 +18,7 @@ RUNS = {
 
 
 @pytest.fixture(scope="module")
-def runs(server):
+def finished(server):
     specs = [("context_parallel", world, params) for world, params in RUNS.values()]
     return dict(zip(RUNS, run_all(server, specs, in_flight=3, timeout=240)))
 
@@ -32,16 +32,16 @@ def _metric(events, name, rank):
 
 
 @pytest.mark.parametrize("name", [n for n in RUNS if n != "mistake"])
-def test_every_check_passes(runs, name):
-    result = runs[name]
+def test_every_check_passes(finished, name):
+    result = finished[name]
     assert result["run"]["status"] == "done", result["run"].get("error")
     checks = _of(result["events"], "check")
     world = RUNS[name][0]
     assert len(checks) == 4 * world and all(c["passed"] for c in checks), [c for c in checks if not c["passed"]]
 
 
-def test_averaging_the_blocks_fails_where_a_query_sees_more_than_one(runs):
-    events = runs["mistake"]["events"]
+def test_averaging_the_blocks_fails_where_a_query_sees_more_than_one(finished):
+    events = finished["mistake"]["events"]
     blocks = {r: len(_of(events, "compute", rank=r, phase="begin")) - 1 for r in range(4)}   # minus "backward"
     assert blocks == {0: 1, 1: 2, 2: 3, 3: 4}                      # contiguous and causal: rank r sees r + 1
     failed = {(c["name"], c["rank"]) for c in _of(events, "check") if not c["passed"]}
@@ -49,9 +49,9 @@ def test_averaging_the_blocks_fails_where_a_query_sees_more_than_one(runs):
     assert {rank for name, rank in failed if name == "output"} == {1, 2, 3}   # rank 0 merges nothing
 
 
-def test_the_ring_metrics_are_what_was_sent_and_computed(runs):
+def test_the_ring_metrics_are_what_was_sent_and_computed(finished):
     for name in ("ring zig-zag at 4", "ring contiguous at 4", "ring full at 3"):
-        events, (world, params) = runs[name]["events"], RUNS[name]
+        events, (world, params) = finished[name]["events"], RUNS[name]
         seq_len = params.get("seq_len", 16)
         pairs = {}
         for r in range(world):
@@ -73,8 +73,8 @@ def test_the_ring_metrics_are_what_was_sent_and_computed(runs):
         assert (len(set(pairs.values())) == 1) == balanced, pairs
 
 
-def test_ulysses_sends_what_its_all_to_alls_carry(runs):
-    events, world = runs["ulysses at 4"]["events"], 4
+def test_ulysses_sends_what_its_all_to_alls_carry(finished):
+    events, world = finished["ulysses at 4"]["events"], 4
     for r in range(world):
         calls = _of(events, "collective", rank=r, op="all_to_all", phase="begin")
         assert len(calls) == 8                                           # Q, K, V, O; forward and backward
