@@ -60,6 +60,8 @@ const KEYS = [
     [["→", "Space"], "Next event"],
     [["←"], "Previous event"],
     [["Home", "End"], "First / last event"],
+    [["]", "["], "Next / previous collective or send/recv"],
+    [["}", "{"], "Next / previous microbatch (pipelines)"],
     [["B"], "Blank the screen (press again to come back)"],
     [["F"], "Full screen"],
     [["+", "−"], "Larger / smaller text"],

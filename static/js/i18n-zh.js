@@ -292,6 +292,8 @@ export const ZH = {
   "previous,": "上一个，",
   "first,": "第一个，",
   "last;": "最后一个；",
+  "last,": "最后一个，",
+  "the next or previous collective;": "下一个或上一个集合通信；",
   "blanks the screen,": "黑屏，",
   "full screen,": "全屏，",
   "lists every key.": "列出所有快捷键。",
@@ -612,6 +614,8 @@ export const ZH_BUILT = {
   "on ranks {ranks}; worst |error| {worst}": "在 rank {ranks} 上；最大 |误差| {worst}",
   "Each rank's numbers against the reference, in the checks panel": "在检查面板中查看每个 rank 的数值与参考值的对比",
   "Finished: {ranks}.": "已完成：{ranks}。",
+  "Next / previous collective or send/recv": "下一个 / 上一个集合通信或 send/recv",
+  "Next / previous microbatch (pipelines)": "下一个 / 上一个微批次（流水线）",
   // the index as a course (index.html, progress.js)
   "Know first:": "先学：",
   "ran": "已运行",

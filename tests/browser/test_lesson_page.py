@@ -297,3 +297,28 @@ def test_text_size_scales_the_page_and_is_remembered(page: Page, server):
     page.get_by_role("button", name="Smaller text").click()
     page.get_by_role("button", name="Smaller text").click()
     assert size() == pytest.approx(base)
+
+
+def test_brackets_jump_from_call_to_call_and_braces_from_microbatch_to_microbatch(page: Page, server):
+    run = server.run("pp", 2, {"microbatches": 4, "delay_ms": 0})
+    assert run["status"] == "done", run["error"]
+    log = events_of(server, run["id"])
+    calls = [e["seq"] for e in log if e["kind"] in ("collective", "p2p") and e["phase"] == "begin"]
+    open_run(page, server, "pp", run)
+    page.keyboard.press("Home")
+    for expected in calls[:3]:                              # ] : the next call, wherever it is
+        page.keyboard.press("]")
+        expect(counter(page)).to_have_text(re.compile(rf"^seq {expected} / "))
+    page.keyboard.press("[")
+    expect(counter(page)).to_have_text(re.compile(rf"^seq {calls[1]} / "))
+
+    page.keyboard.press("Home")
+    page.keyboard.press("}")                                # } : a computation on another microbatch
+    first = int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1))
+    event = log[first - 1]
+    assert event["kind"] == "compute" and event["phase"] == "begin" and isinstance(event["microbatch"], int)
+    page.keyboard.press("}")
+    second = log[int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1)) - 1]
+    assert second["kind"] == "compute" and second["microbatch"] != event["microbatch"]
+    assert all(not (e["kind"] == "compute" and e["phase"] == "begin" and e.get("microbatch") not in (None, event["microbatch"]))
+               for e in log[first:second["seq"] - 1])      # nothing of another microbatch was skipped

@@ -1,7 +1,25 @@
 /**
- * Keyboard first: Space or → next event, ← previous, Home first, End last. Keys typed into a form
- * field (text, number, select) are left alone.
+ * Keyboard first: Space or → next event, ← previous, Home first, End last; ] and [ the next and
+ * previous collective or send/recv, } and { the next and previous microbatch — long runs are crossed
+ * call by call, not event by event. Keys typed into a form field (text, number, select) are left alone.
  */
+
+/** A collective or send/recv starting. */
+const isCall = (e) => (e.kind === "collective" || e.kind === "p2p") && e.phase === "begin";
+
+/** A computation starting on another microbatch than the one at the cursor's. */
+const microbatchOf = (log, index) => {
+  for (let i = index; i >= 0; i--) if (Number.isInteger(log[i].microbatch)) return log[i].microbatch;
+  return null;
+};
+
+/** Move the cursor to the nearest event past it, in `direction` (±1), that `matches`; stay if none. */
+export function jump(store, direction, matches) {
+  const { log, cursor } = store.state;
+  for (let i = cursor + direction; i >= 0 && i < log.length; i += direction) {
+    if (matches(log[i], i)) return store.seek(i);
+  }
+}
 
 /** Whether a key pressed on `target` is typing into a form field (and so not a command). */
 export function typing(target) {
@@ -21,6 +39,10 @@ export function bindKeyboard(store) {
       ArrowLeft: () => store.step(-1),
       Home: () => store.first(),
       End: () => store.last(),
+      "]": () => jump(store, 1, isCall),
+      "[": () => jump(store, -1, isCall),
+      "}": () => jumpMicrobatch(store, 1),
+      "{": () => jumpMicrobatch(store, -1),
     }[event.key];
     if (!action) return;
     // Radios keep their arrows (choosing the world size). Space always steps, even on a focused button:
@@ -29,4 +51,11 @@ export function bindKeyboard(store) {
     event.preventDefault();
     action();
   });
+}
+
+function jumpMicrobatch(store, direction) {
+  const { log, cursor } = store.state;
+  const here = microbatchOf(log, cursor);
+  jump(store, direction, (e) => e.kind === "compute" && e.phase === "begin" && Number.isInteger(e.microbatch)
+    && e.microbatch !== here);
 }
