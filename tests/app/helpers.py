@@ -141,8 +141,8 @@ class RunProcesses:
     def _watch(self) -> None:
         while not self._stop.is_set():
             for proc in descendants(self.launcher, processes()):
-                if (proc.pid, proc.start) not in self._before:
-                    self.seen.setdefault((proc.pid, proc.start), proc)
+                if (proc.pid, proc.start) not in self._before:   # as last seen: a supervisor forked, then
+                    self.seen[(proc.pid, proc.start)] = proc       # led its own session (setsid)
             time.sleep(0.003)
 
     def left_behind(self, timeout: float = 10) -> list[Proc]:
