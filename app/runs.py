@@ -137,6 +137,3 @@ class RunManager:
 
     def control(self, run: Run, message: dict) -> str | None:
         return self.steps.apply(run, message)
-
-    def time_limit(self, run: Run) -> float:
-        return self.outcome.time_limit(run)
