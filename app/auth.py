@@ -26,7 +26,7 @@ from app.settings import Settings
 LOCAL = User("local", "admin", None)     # the one user of the lecture mode: may do everything
 SESSION_COOKIE = "paralab_session"
 
-PUBLIC_PREFIXES = ("/static/", "/api/auth/")
+PUBLIC_PREFIXES = ("/static/", "/api/auth/", "/api/external/")   # external: its own token (routes/external.py)
 PUBLIC_PATHS = {"/healthz", "/login", "/favicon.ico"}
 
 

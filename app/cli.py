@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from app.settings import Settings
 
@@ -32,6 +33,10 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["trace"]:                    # paralab trace -- torchrun …  (app/cli_trace.py)
+        from app.cli_trace import main as trace
+        sys.exit(trace(argv[1:]))
     import uvicorn
 
     from app.main import create_app

@@ -16,10 +16,11 @@ from app.accounts import Accounts
 from app.body_limit import BodyLimit
 from app.cookies import SecureCookies
 from app.csrf import CrossSiteGate
+from app.external_runs import ExternalRuns
 from app.hub import Hub
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
-from app.routes import protocol as protocol_routes
+from app.routes import external, protocol as protocol_routes
 from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, request_validation_error)
     hub = Hub()
     app.state.manager = RunManager(settings, hub)
+    app.state.external = ExternalRuns(app.state.manager, settings.EXTERNAL_IDLE_S)   # torchrun jobs
     app.state.rooms = RoomManager(settings.DATA_DIR, hub, app.state.manager, settings.ROOM_TTL_S)
     app.state.judge_slots = asyncio.Semaphore(settings.JUDGE_CONCURRENCY)
     # the hosted lab: accounts and the fair judge queue (docs/hosted-lab.md); sign-in only with PARALAB_AUTH=on
@@ -73,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
-    for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes):
+    for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes,
+                   external):
         app.include_router(module.router)
     return app

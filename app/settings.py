@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     RUNS_IN_MEMORY: int = Field(200, ge=1)               # ended runs kept in memory (the rest reload from disk)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
     LOG_LEVEL: str = "info"
+    # jobs started outside the server (docs/torchrun.md): `paralab trace -- torchrun …`
+    TRACE_TOKEN: str = ""                                 # set: a job's ranks must send it; needed with AUTH=on
+    EXTERNAL_IDLE_S: float = Field(600.0, gt=0)           # a job silent this long, without its goodbyes, failed
     # the hosted lab (docs/hosted-lab.md): accounts, sessions, quotas. Off: the single-user lecture mode.
     AUTH: Literal["off", "on"] = "off"
     SECRET_KEY: str = ""                                  # signs session cookies; kept in DATA_DIR if unset

@@ -298,6 +298,20 @@ class Topology(_Base):
     coordinates: list[list[int]]
 
 
+
+@_event
+class Host(_Base):
+    """The server's own event, for a job started outside it (`paralab trace`): one torchrun node
+    (an agent on a host) whose ranks joined, with the clock the server puts their times on."""
+    kind: Literal["host"] = "host"
+    rank: None = None
+    t: float
+    node: int                   # torchrun's node rank (GROUP_RANK)
+    host: str                   # the host's name
+    ranks: list[int]            # the global ranks of this node that have joined so far
+    offset_s: float             # server clock minus this host's clock, measured when its first rank joined
+    skew_s: float               # how far that offset may be off: half the best round trip
+
 KINDS = tuple(EVENT_TYPES)
 
 

@@ -28,6 +28,20 @@ def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
     return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
 
 
+@router.get("/jobs/{run_id}", response_class=HTMLResponse)
+def job_page(request: Request, run_id: str, settings: SettingsDep):
+    """A job started outside the server (`paralab trace -- torchrun …`): its run, live, on the lesson
+    page's views, with its ranks grouped by host (docs/torchrun.md)."""
+    from app.auth import current_user, may_see
+    run = request.app.state.manager.get(run_id)
+    if run is None or run.lesson != "torchrun" or not may_see(current_user(request), run.owner):
+        raise HTTPException(404, detail=f"no torchrun job with run id {run_id!r}")
+    job = {"id": "torchrun", "title": f"torchrun job {run.params.get('job', '')}",
+           "summary": f"{run.world_size} ranks started by torchrun, traced live into this server."}
+    return request.app.state.templates.TemplateResponse(request, "job.html", {
+        "lesson": job, "run": run.meta(), "max_ranks": max(run.world_size, settings.MAX_RANKS), "host": "job"})
+
+
 @router.get("/rooms/{code}", response_class=HTMLResponse, name="room_page")
 def room_page(request: Request, code: str, settings: SettingsDep):
     """A lecture room: followers watch the presenter's run; the presenter (with the secret) drives.

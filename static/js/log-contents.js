@@ -18,6 +18,7 @@ export function emptyContents() {
     gated: new Set(),          // the kinds of call ranks stopped before in step mode: "p2p", "collective"
     origins: false,            // a tensor snapshot says which ranks each element came from (`origin`)
     ranks: new Map(),          // rank → "computed" | "communicated after computing"
+    hosts: new Map(),          // a traced torchrun job's node → its latest `host` event (its ranks, its clock)
   };
 }
 
@@ -35,6 +36,7 @@ export function noteEvent(contents, e) {
     contents.metrics.add(e.name);
     if (!contents.reported.has(e.name) || e.rank === 0) contents.reported.set(e.name, e);
   }
+  if (e.kind === "host") contents.hosts.set(e.node, e);
   if (e.kind === "gate") contents.gated.add(e.call === "p2p" ? "p2p" : "collective");
   if (e.kind === "tensor" && Array.isArray(e.origin)) contents.origins = true;
   if (e.kind === "compute" && e.phase === "begin") {

@@ -17,6 +17,7 @@ import { renderChecks } from "paralab/views/checks.js";
 import { renderCollective } from "paralab/views/collective.js";
 import { EXPECTED_METRIC, renderComm } from "paralab/views/comm.js";
 import { COST_METRICS, renderCost } from "paralab/views/cost.js";
+import { renderHosts } from "paralab/views/hosts.js";
 import { renderLanes } from "paralab/views/lanes.js";
 import { MEMORY_METRICS, renderMemory } from "paralab/views/memory.js";
 import { renderNumbers } from "paralab/views/numbers.js";
@@ -41,6 +42,8 @@ export const VIEWS = [
     needs: "a `topology` event", shows: has("topology"), metrics: TOPOLOGY_METRICS, render: renderTopology },
   { id: "memory", title: "Memory per rank", note: "measured bytes against the ZeRO formula",
     needs: "the memory_* metrics", shows: hasMetric(...MEMORY_METRICS), metrics: MEMORY_METRICS, render: renderMemory },
+  { id: "hosts", title: "Hosts", note: "a torchrun job's ranks, node by node, each node's clock aligned with the server's",
+    needs: "`host` events (a job traced with paralab trace)", shows: has("host"), render: renderHosts },
   { id: "lanes", title: "Ranks", className: "lanes-panel", needs: "nothing: always shown",
     shows: () => true, always: true, render: (el, state) => renderLanes(el, state) },
   { id: "ring", title: "Send / recv, step by step", note: "each rank's buffer; arrows carry the chunks sent in this step",

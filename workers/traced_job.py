@@ -1,0 +1,90 @@
+"""A rank of a job started outside the server — by `torchrun`, or any launcher that sets torchrun's
+environment (RANK, WORLD_SIZE, GROUP_RANK, TORCHELASTIC_RUN_ID…) — traced into a paralab server.
+
+`workers/job_hook/sitecustomize.py` calls `attach_from_environment()` as the rank's Python starts,
+when PARALAB_SERVER names a server: the tracer is installed through its public API, its events go to
+a `JobSender`, and at exit the rank says goodbye, saying on stderr how many events it dropped (if
+any). The user's script is not changed, and nothing here can stop it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+import time
+import traceback
+
+from workers.job_sender import JobSender, RankIdentity
+from workers.protocol import Log
+
+ATTACHED = "PARALAB_TRACED_PID"     # set once a process is traced: its children (data loaders) are not
+
+
+def identity_from_environment(env=os.environ) -> RankIdentity | None:
+    """Who this rank is, from torchrun's variables; None when this process is not a rank."""
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return None
+    restart = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+    job = env.get("PARALAB_JOB") or env.get("TORCHELASTIC_RUN_ID", "none")
+    if job == "none":        # torchrun without a rendezvous id: the master's address names the job
+        job = f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
+    return RankIdentity(job=f"{job}/{restart}", rank=int(env["RANK"]), world_size=int(env["WORLD_SIZE"]),
+                        node=int(env.get("GROUP_RANK", "0")), host=env.get("PARALAB_HOST") or socket.gethostname())
+
+
+def attach_from_environment(env=os.environ) -> JobSender | None:
+    server = env.get("PARALAB_SERVER")
+    identity = identity_from_environment(env)
+    if not server or identity is None or env.get(ATTACHED) not in (None, str(os.getpid())):
+        return None
+    os.environ[ATTACHED] = str(os.getpid())
+    return attach(server, identity, env.get("PARALAB_TOKEN"), announce=env.get("LOCAL_RANK", "0") == "0")
+
+
+def attach(server: str, identity: RankIdentity, token: str | None = None, announce: bool = False) -> JobSender:
+    """Trace this process's torch.distributed calls into `server` as `identity`'s rank."""
+    import torch.distributed as dist
+
+    from workers.tracer import Tracer
+
+    def joined(sender: JobSender) -> None:
+        if announce:
+            print(f"paralab: rank {identity.rank} (node {identity.node}) traced live at {sender.page}",
+                  file=sys.stderr, flush=True)
+
+    sender = JobSender(server, identity, token, on_join=joined)
+
+    def emit(message: dict) -> None:
+        if sender.backend is None and dist.is_initialized():
+            sender.backend = str(dist.get_backend())
+        sender.put(message)
+
+    tracer = Tracer(emit, identity.rank, time.monotonic)
+    tracer.install()
+    _report_uncaught(sender, identity.rank)
+    atexit.register(_finish, sender, identity.rank)
+    return sender
+
+
+def _report_uncaught(sender: JobSender, rank: int) -> None:
+    """An exception that ends the rank goes to the server too, with its line in the user's file."""
+    previous = sys.excepthook
+
+    def hook(kind, exc, tb):
+        frames = traceback.extract_tb(tb)
+        site = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+        sender.put(Log(rank=rank, t=time.monotonic(), level="error", message=f"{kind.__name__}: {exc}", site=site,
+                       traceback="".join(traceback.format_exception(kind, exc, tb))[-8000:]).to_dict())
+        previous(kind, exc, tb)
+
+    sys.excepthook = hook
+
+
+def _finish(sender: JobSender, rank: int) -> None:
+    sender.close()
+    if sender.dropped:
+        why = f": {sender.last_error}" if sender.last_error else ""
+        print(f"paralab: rank {rank} dropped {sender.dropped} of {sender.sent + sender.dropped} events{why}",
+              file=sys.stderr, flush=True)
