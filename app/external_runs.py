@@ -19,6 +19,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
+from app import flight_recorder
 from app.run import Run
 from app.runs import RunManager
 from workers.protocol import Host, Log, Rank, Run as RunEvent
@@ -41,6 +42,7 @@ class Job:
     nodes: dict[int, NodeClock] = field(default_factory=dict)
     joined: set[int] = field(default_factory=set)
     gone: set[int] = field(default_factory=set)        # ranks that said goodbye
+    stopped: dict[int, str] = field(default_factory=dict)   # rank → the signal its launcher stopped it with
 
 
 class ExternalRuns:
@@ -89,16 +91,21 @@ class ExternalRuns:
                     message[name] = message[name] + shift
             self.manager.ingest.take(run, rank, message)
 
-    def goodbye(self, job: Job, rank: int, sent: int, dropped: int) -> None:
-        """`rank` has finished: what it could not deliver is said in the log; the last rank ends the run."""
+    def goodbye(self, job: Job, rank: int, sent: int, dropped: int, stopped: str | None = None) -> None:
+        """`rank` has ended (or was stopped by a signal): what it could not deliver is said in the log;
+        the last rank ends the run."""
         run = job.run
         if run.final:
             return
+        if stopped:
+            job.stopped[rank] = stopped
+            self.manager.record(run, Log(rank=rank, t=run.now(), level="warning",
+                                         message=f"rank {rank} was stopped by {stopped}").to_dict())
         if dropped:
             self.manager.record(run, Log(rank=rank, t=run.now(), level="warning", message=(
                 f"rank {rank} dropped {dropped} of its {sent + dropped} events (the server was out of reach "
                 "or its queue was full)")).to_dict())
-        if rank not in run.rank_errors:
+        if rank not in run.rank_errors and not stopped:
             self.manager.ingest.take(run, rank, Rank(rank=rank, t=run.now(), status="finished").to_dict())
         job.gone.add(rank)
         if len(job.gone) >= run.world_size:
@@ -117,11 +124,14 @@ class ExternalRuns:
     def _end(self, job: Job) -> None:
         run = job.run
         self.manager.outcome.record_all(run, run.order.flush())
-        if run.rank_errors:
-            rank, raised = min(run.rank_errors.items())
-            self.manager.outcome.finish(run, "failed", {"kind": "crash", "rank": rank, "site": raised.get("site"),
-                                                        "message": f"rank {rank} raised {raised['message']}",
-                                                        "traceback": raised.get("traceback")})
+        if run.rank_errors:      # named as a lesson's crash is: the rank that raised first of its own accord
+            failed = [{"rank": rank, "code": 1} for rank in sorted(run.rank_errors)]
+            error = flight_recorder.explain_crash(self.manager.outcome._crash_error(run, failed), run.events, run.world_size)
+            self.manager.outcome.finish(run, "failed", error)
+        elif job.stopped:
+            ranks = sorted(job.stopped)
+            self.manager.outcome.finish(run, "failed", {"kind": "stopped", "ranks": ranks, "message": (
+                f"ranks {ranks} were stopped by their launcher ({job.stopped[ranks[0]]}) before they finished")})
         else:
             self.manager.outcome.finish(run, "done", None)
         self._forget(job)

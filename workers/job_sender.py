@@ -59,7 +59,9 @@ class JobSender:
         self._queued_bytes = 0
         self._finished = False              # the thread has ended: nothing more will be sent
         self.last_error: str | None = None  # why the server last could not be reached
-        self._lock = threading.Lock()
+        self.stopped: str | None = None     # the signal that stopped the rank ("SIGTERM"), said in the goodbye
+        self.closed = False
+        self._lock = threading.RLock()       # re-entrant: a SIGTERM handler may close while the rank is in put()
         self._closing = threading.Event()
         self._connection: http.client.HTTPConnection | None = None
         self._run: dict | None = None
@@ -79,6 +81,7 @@ class JobSender:
 
     def close(self, deadline_s: float = 3.0) -> None:
         """Send what is queued and say goodbye, for at most `deadline_s`; what is left is dropped."""
+        self.closed = True
         self._closing.set()
         self._thread.join(deadline_s)
         with self._lock:
@@ -165,7 +168,7 @@ class JobSender:
         try:
             self._request("POST", f"/api/external/runs/{self._run['run']}/goodbye",
                           {"token": self._run["token"], "rank": self.identity.rank, "sent": self.sent,
-                           "dropped": self.dropped + len(self._queue)})
+                           "dropped": self.dropped + len(self._queue), "stopped": self.stopped})
         except ServerGone:
             pass
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 
@@ -64,6 +66,7 @@ def attach(server: str, identity: RankIdentity, token: str | None = None, announ
     tracer = Tracer(emit, identity.rank, time.monotonic)
     tracer.install()
     _report_uncaught(sender, identity.rank)
+    _say_goodbye_when_stopped(sender, identity.rank)
     atexit.register(_finish, sender, identity.rank)
     return sender
 
@@ -82,8 +85,25 @@ def _report_uncaught(sender: JobSender, rank: int) -> None:
     sys.excepthook = hook
 
 
-def _finish(sender: JobSender, rank: int) -> None:
-    sender.close()
+def _say_goodbye_when_stopped(sender: JobSender, rank: int) -> None:
+    """torchrun stops the other ranks with SIGTERM when one fails: say goodbye first (within a second),
+    then die of the signal as before. Only where nobody else handles SIGTERM."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return
+
+    def stopped(signum, frame):
+        sender.stopped = signal.Signals(signum).name
+        _finish(sender, rank, deadline_s=1.0)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, stopped)
+
+
+def _finish(sender: JobSender, rank: int, deadline_s: float = 3.0) -> None:
+    if sender.closed:
+        return
+    sender.close(deadline_s)
     if sender.dropped:
         why = f": {sender.last_error}" if sender.last_error else ""
         print(f"paralab: rank {rank} dropped {sender.dropped} of {sender.sent + sender.dropped} events{why}",

@@ -49,6 +49,7 @@ class Goodbye(BaseModel):
     rank: int = Field(ge=0)
     sent: int = Field(0, ge=0)
     dropped: int = Field(0, ge=0)
+    stopped: str | None = Field(None, max_length=32, description="the signal that stopped the rank, if one did")
 
 
 def _check_trace_token(request: Request, settings) -> None:
@@ -109,5 +110,5 @@ async def say_goodbye(run_id: str, body: Goodbye, external: ExternalDep):
     job = _job(external, run_id, body.token)
     if body.rank >= job.run.world_size:
         raise HTTPException(422, detail=f"rank {body.rank} is not in this job of {job.run.world_size} ranks")
-    external.goodbye(job, body.rank, body.sent, body.dropped)
+    external.goodbye(job, body.rank, body.sent, body.dropped, body.stopped)
     return {"status": job.run.status}

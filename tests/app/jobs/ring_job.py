@@ -1,6 +1,6 @@
-"""A small torchrun job, unchanged by paralab: an all_reduce, a ring of send/recv, an all_gather, a
-barrier. With JOB_HOLD_FILE set, every rank waits after the all_reduce until that file exists (a
-test does something to the server meanwhile)."""
+"""A small torchrun job, unchanged by paralab: an all_reduce, a ring of send/recv (two ranks or more),
+an all_gather, a barrier. With JOB_HOLD_FILE set, every rank waits after the all_reduce until that
+file exists (a test does something to the server meanwhile)."""
 
 import os
 import time
@@ -19,16 +19,17 @@ hold = os.environ.get("JOB_HOLD_FILE")
 while hold and not os.path.exists(hold):
     time.sleep(0.05)
 
-token = torch.tensor([float(rank)])
-received = torch.zeros(1)
-right, left = (rank + 1) % world, (rank - 1) % world
-if rank % 2 == 0:
-    dist.send(token, right)
-    dist.recv(received, left)
-else:
-    dist.recv(received, left)
-    dist.send(token, right)
-assert received.item() == left
+if world > 1:
+    token = torch.tensor([float(rank)])
+    received = torch.zeros(1)
+    right, left = (rank + 1) % world, (rank - 1) % world
+    if rank % 2 == 0:
+        dist.send(token, right)
+        dist.recv(received, left)
+    else:
+        dist.recv(received, left)
+        dist.send(token, right)
+    assert received.item() == left
 
 gathered = [torch.zeros(2) for _ in range(world)]
 dist.all_gather(gathered, torch.tensor([rank, rank * 10.0]))

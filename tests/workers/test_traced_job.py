@@ -1,0 +1,51 @@
+"""A rank traced by workers/job_hook (what `paralab trace` puts on PYTHONPATH): who it says it is,
+that the hook leaves other processes alone, and that a rank whose server is down runs to the end.
+Real rank processes (gloo, one rank: no torchrun needed); torchrun itself: tests/app/test_torchrun_jobs.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from app.cli_trace import HOOK_DIR, job_environment
+from tests.conftest import REPO, free_port
+from workers.traced_job import identity_from_environment
+
+JOB = REPO / "tests" / "app" / "jobs" / "ring_job.py"
+
+
+def test_a_rank_is_named_by_torchruns_variables():
+    env = {"RANK": "3", "WORLD_SIZE": "4", "GROUP_RANK": "1", "TORCHELASTIC_RUN_ID": "exp7",
+           "TORCHELASTIC_RESTART_COUNT": "2", "PARALAB_HOST": "gpu-b"}
+    who = identity_from_environment(env)
+    assert (who.job, who.rank, who.world_size, who.node, who.host) == ("exp7/2", 3, 4, 1, "gpu-b")
+    without_id = identity_from_environment({"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "none",
+                                            "MASTER_ADDR": "10.0.0.5", "MASTER_PORT": "29500"})
+    assert without_id.job == "10.0.0.5:29500/0"
+    assert identity_from_environment({"PARALAB_SERVER": "http://x"}) is None    # torchrun's agent: not a rank
+
+
+def test_the_hook_leaves_other_processes_alone_and_runs_the_sitecustomize_it_hides(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text("print('the hidden sitecustomize ran')\n")
+    env = {**os.environ, "PARALAB_SERVER": "http://127.0.0.1:9", "PYTHONPATH": f"{HOOK_DIR}{os.pathsep}{tmp_path}"}
+    env.pop("RANK", None)
+    out = subprocess.run([sys.executable, "-c", "import sys; print('workers.traced_job' in sys.modules)"],
+                         env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.stdout.split() == ["the", "hidden", "sitecustomize", "ran", "False"], out.stderr
+
+
+def test_a_rank_whose_server_is_down_runs_to_the_end_and_says_what_it_dropped(tmp_path):
+    closed = free_port()                   # nothing listens there
+    env = {**os.environ, **job_environment(f"http://127.0.0.1:{closed}", None),
+           "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    out = subprocess.run([sys.executable, str(JOB)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "rank 0 of 1: all done" in out.stdout
+    dropped = [line for line in out.stderr.splitlines() if line.startswith("paralab: rank 0 dropped")]
+    # an all_reduce, an all_gather and a barrier: a begin and an end each, and the tensors kept
+    assert dropped and dropped[0].startswith("paralab: rank 0 dropped "), out.stderr
+    count, total = (int(n) for n in dropped[0].split("dropped ")[1].split(" events")[0].split(" of "))
+    assert count == total >= 6
+    assert f"127.0.0.1:{closed} could not be reached" in dropped[0]
