@@ -5,9 +5,12 @@ Real rank processes (gloo, one rank: no torchrun needed); torchrun itself: tests
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
-from pathlib import Path
+import time
+
+import httpx
 
 from app.cli_trace import HOOK_DIR, job_environment
 from tests.conftest import REPO, free_port
@@ -49,3 +52,27 @@ def test_a_rank_whose_server_is_down_runs_to_the_end_and_says_what_it_dropped(tm
     count, total = (int(n) for n in dropped[0].split("dropped ")[1].split(" events")[0].split(" of "))
     assert count == total >= 6
     assert f"127.0.0.1:{closed} could not be reached" in dropped[0]
+
+
+def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp_path):
+    """torchrun stops the other ranks with SIGTERM when one fails: the run says so at once."""
+    env = {**os.environ, **job_environment(server.url, None), "PARALAB_JOB": f"sigterm-{free_port()}",
+           "JOB_HOLD_FILE": str(tmp_path / "never"), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    rank = subprocess.Popen([sys.executable, str(JOB)], env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        page = None
+        deadline = time.monotonic() + 90
+        while page is None and time.monotonic() < deadline:      # the rank announces its run's page on stderr
+            line = rank.stderr.readline()
+            page = line.split("traced live at ")[1].strip() if "traced live at" in line else None
+        run_id = page.rsplit("/", 1)[1]
+        while time.monotonic() < deadline and "all_reduce" not in httpx.get(f"{server.url}/api/runs/{run_id}/events").text:
+            time.sleep(0.1)
+        rank.send_signal(signal.SIGTERM)                          # now waiting on the hold file
+        assert rank.wait(30) == -signal.SIGTERM
+    finally:
+        rank.kill()
+    run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
+    assert run["status"] == "failed" and run["error"]["kind"] == "stopped", run
+    assert "ranks [0] were stopped by their launcher (SIGTERM)" in run["error"]["message"]
