@@ -33,7 +33,7 @@ def identity_from_environment(env=os.environ) -> RankIdentity | None:
     if job == "none":        # torchrun without a rendezvous id: the master's address names the job
         job = f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
     return RankIdentity(job=f"{job}/{restart}", rank=int(env["RANK"]), world_size=int(env["WORLD_SIZE"]),
-                        node=int(env.get("GROUP_RANK", "0")), host=env.get("PARALAB_HOST") or socket.gethostname())
+                        node=int(env.get("GROUP_RANK", "0")), host=env.get("PARALAB_HOSTNAME") or socket.gethostname())
 
 
 def attach_from_environment(env=os.environ) -> JobSender | None:

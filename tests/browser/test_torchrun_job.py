@@ -29,10 +29,10 @@ def start_nodes(server_url: str, tmp_path) -> list[subprocess.Popen]:
     node0 = subprocess.Popen(
         [sys.executable, "-m", "app", "trace", "--server", server_url, "--", "torchrun", *NODE_ARGS,
          "--node-rank=0", *rendezvous, str(JOB)],
-        cwd=REPO, env={**os.environ, "PARALAB_HOST": "node-a"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env={**os.environ, "PARALAB_HOSTNAME": "node-a"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     node1 = subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", *NODE_ARGS, "--node-rank=1", *rendezvous, str(JOB)],
-        cwd=tmp_path, env={**os.environ, **job_environment(server_url, None), "PARALAB_HOST": "node-b"},
+        cwd=tmp_path, env={**os.environ, **job_environment(server_url, None), "PARALAB_HOSTNAME": "node-b"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return [node0, node1]
 

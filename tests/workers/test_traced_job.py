@@ -21,7 +21,7 @@ JOB = REPO / "tests" / "app" / "jobs" / "ring_job.py"
 
 def test_a_rank_is_named_by_torchruns_variables():
     env = {"RANK": "3", "WORLD_SIZE": "4", "GROUP_RANK": "1", "TORCHELASTIC_RUN_ID": "exp7",
-           "TORCHELASTIC_RESTART_COUNT": "2", "PARALAB_HOST": "gpu-b"}
+           "TORCHELASTIC_RESTART_COUNT": "2", "PARALAB_HOSTNAME": "gpu-b"}
     who = identity_from_environment(env)
     assert (who.job, who.rank, who.world_size, who.node, who.host) == ("exp7/2", 3, 4, 1, "gpu-b")
     without_id = identity_from_environment({"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "none",
