@@ -180,18 +180,23 @@ class JobSender:
         headers = {"content-type": content_type}
         if self.token:
             headers["authorization"] = f"Bearer {self.token}"
-        try:
-            if self._connection is None:
-                kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-                self._connection = kind(self._netloc, timeout=REQUEST_TIMEOUT_S)
-            self._connection.request(method, path, body=body, headers=headers)
-            response = self._connection.getresponse()
-            answer = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self._connection and self._connection.close()
-            self._connection = None
-            self.last_error = f"{self.server} could not be reached ({exc})"
-            raise ServerGone(self.last_error) from exc
+        for fresh in ((False, True) if self._connection is not None else (True,)):
+            try:
+                if fresh:
+                    kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+                    self._connection = kind(self._netloc, timeout=REQUEST_TIMEOUT_S)
+                self._connection.request(method, path, body=body, headers=headers)
+                response = self._connection.getresponse()
+                answer = response.read()
+                break
+            except (OSError, http.client.HTTPException) as exc:
+                # a kept-alive connection the server closed meanwhile (uvicorn does after 5 s idle):
+                # once more on a new one, then the server is out of reach
+                self._connection.close()
+                self._connection = None
+                if fresh:
+                    self.last_error = f"{self.server} could not be reached ({exc})"
+                    raise ServerGone(self.last_error) from exc
         if response.status >= 400:
             self.last_error = f"{self.server} answered {response.status}: {answer[:300].decode(errors='replace')}"
             raise ServerGone(self.last_error)

@@ -10,6 +10,8 @@ any). The user's script is not changed, and nothing here can stop it.
 from __future__ import annotations
 
 import atexit
+import importlib.abc
+import importlib.util
 import os
 import signal
 import socket
@@ -36,39 +38,95 @@ def identity_from_environment(env=os.environ) -> RankIdentity | None:
                         node=int(env.get("GROUP_RANK", "0")), host=env.get("PARALAB_HOSTNAME") or socket.gethostname())
 
 
+def trace_this_rank() -> None:
+    """What the hooks call as a Python process starts (workers/job_hook/sitecustomize.py, or the .pth
+    file `paralab trace --install-hook` writes): trace it if it is a rank, never failing it."""
+    try:
+        attach_from_environment()
+    except Exception as exc:
+        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
+
+
 def attach_from_environment(env=os.environ) -> JobSender | None:
     server = env.get("PARALAB_SERVER")
     identity = identity_from_environment(env)
-    if not server or identity is None or env.get(ATTACHED) not in (None, str(os.getpid())):
+    if not server or identity is None or env.get(ATTACHED):     # traced already (both hooks), or its parent was
         return None
     os.environ[ATTACHED] = str(os.getpid())
     return attach(server, identity, env.get("PARALAB_TOKEN"), announce=env.get("LOCAL_RANK", "0") == "0")
 
 
 def attach(server: str, identity: RankIdentity, token: str | None = None, announce: bool = False) -> JobSender:
-    """Trace this process's torch.distributed calls into `server` as `identity`'s rank."""
-    import torch.distributed as dist
-
-    from workers.tracer import Tracer
-
+    """Trace this process's torch.distributed calls into `server` as `identity`'s rank: the sender
+    starts now, the tracer is installed as soon as torch is imported (now, if it is already)."""
     def joined(sender: JobSender) -> None:
         if announce:
             print(f"paralab: rank {identity.rank} (node {identity.node}) traced live at {sender.page}",
                   file=sys.stderr, flush=True)
 
     sender = JobSender(server, identity, token, on_join=joined)
+    _when_imported("torch", lambda: _install_tracer(sender, identity.rank))
+    _report_uncaught(sender, identity.rank)
+    _say_goodbye_when_stopped(sender, identity.rank)
+    atexit.register(_finish, sender, identity.rank)
+    return sender
+
+
+def _install_tracer(sender: JobSender, rank: int) -> None:
+    import torch.distributed as dist
+
+    from workers.tracer import Tracer
 
     def emit(message: dict) -> None:
         if sender.backend is None and dist.is_initialized():
             sender.backend = str(dist.get_backend())
         sender.put(message)
 
-    tracer = Tracer(emit, identity.rank, time.monotonic)
-    tracer.install()
-    _report_uncaught(sender, identity.rank)
-    _say_goodbye_when_stopped(sender, identity.rank)
-    atexit.register(_finish, sender, identity.rank)
-    return sender
+    Tracer(emit, rank, time.monotonic).install()
+
+
+def _when_imported(name: str, then) -> None:
+    """Call `then()` once module `name` is imported: at once if it is, else right after its import.
+    A .pth hook runs before the rest of site-packages is on sys.path (a venv's system packages): torch
+    cannot be imported there yet. Right after, before the program's next line, it can — and a
+    `from torch.distributed import all_reduce` then takes the traced function."""
+    if name in sys.modules:
+        _safely(then)
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
+
+
+def _safely(then) -> None:
+    try:
+        then()
+    except Exception as exc:     # tracing must never stop the job
+        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds module `name` as the other finders would, and runs `then()` after it has executed."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module, then = spec.loader.exec_module, self.then
+
+        def exec_then(module):
+            exec_module(module)
+            sys.modules[fullname] = module      # as the import system will: what `then` imports finds it
+            _safely(then)
+
+        spec.loader.exec_module = exec_then
+        return spec
 
 
 def _report_uncaught(sender: JobSender, rank: int) -> None:

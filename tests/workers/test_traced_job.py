@@ -76,3 +76,26 @@ def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp
     run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
     assert run["status"] == "failed" and run["error"]["kind"] == "stopped", run
     assert "ranks [0] were stopped by their launcher (SIGTERM)" in run["error"]["message"]
+
+
+def test_with_the_pth_hook_installed_paralab_server_alone_traces_a_rank(server, tmp_path):
+    """`paralab trace --install-hook` in a virtual environment (torch from the system's packages, which
+    are not on sys.path yet when .pth files run): a rank started with only PARALAB_SERVER set streams."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(tmp_path / "venv")],
+                   check=True, timeout=120)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    installed = subprocess.run([python, "-m", "app", "trace", "--install-hook"], cwd=REPO, capture_output=True,
+                               text=True, timeout=60)
+    assert installed.returncode == 0 and "paralab_trace.pth" in installed.stdout, installed.stderr
+    job = f"pth-{free_port()}"
+    env = {**os.environ, "PARALAB_SERVER": server.url, "PARALAB_JOB": job, "RANK": "0", "WORLD_SIZE": "1",
+           "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run([python, str(JOB)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0 and "dropped" not in out.stderr, out.stderr
+    run = next(r for r in httpx.get(f"{server.url}/api/runs").json() if r["params"] == {"job": f"{job}/0"})
+    assert run["status"] == "done"
+    log = httpx.get(f"{server.url}/api/runs/{run['id']}/events").text
+    assert '"op":"all_reduce"' in log and '"op":"barrier"' in log
+    removed = subprocess.run([python, "-m", "app", "trace", "--uninstall-hook"], cwd=REPO, capture_output=True, text=True)
+    assert removed.returncode == 0 and not list((tmp_path / "venv").rglob("paralab_trace.pth"))

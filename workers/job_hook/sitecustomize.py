@@ -18,11 +18,11 @@ def _trace_this_rank() -> None:
     if root not in sys.path:
         sys.path.append(root)
     try:
-        from workers.traced_job import attach_from_environment
-        attach_from_environment()
-    except Exception as exc:   # tracing must never stop the job
-        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}",
-              file=sys.stderr, flush=True)
+        from workers.traced_job import trace_this_rank
+    except ImportError as exc:   # tracing must never stop the job
+        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {exc}", file=sys.stderr, flush=True)
+        return
+    trace_this_rank()
 
 
 def _run_hidden_sitecustomize() -> None:
