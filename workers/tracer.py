@@ -28,7 +28,8 @@ from workers.cost_model import bandwidths, wire_bytes
 from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Tensor, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
-_SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py")}
+_SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py"),
+                  str(Path(__file__).resolve().parent / "dispatch_trace.py")}
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _DECORATOR_MODULES = {"typing_extensions", "warnings"}   # @deprecated wraps c10d's private aliases
 
@@ -127,6 +128,7 @@ class Tracer:
         self._tensor_ids = itertools.count()
         self._local = threading.local()
         self._originals: dict[tuple[Any, str], Any] = {}
+        self._mode = None   # the dispatch-level half (workers/dispatch_trace.py), while installed
 
     # ---- groups and labels -------------------------------------------------------------------
     def name_group(self, group: Any, name: str) -> None:
@@ -176,15 +178,25 @@ class Tracer:
         self.emit(event)
 
     # ---- installing the wrappers -----------------------------------------------------------------
-    def install(self) -> None:
+    def install(self, dispatch: bool = True) -> None:
+        """Trace from now on: the `dist.*` functions, and (`dispatch`) every collective op torch
+        dispatches that no `dist.*` call made (DDP, FSDP2, DTensor, functional collectives)."""
         for name, spec in SPECS.items():
             self._patch(name, self._wrap(name, spec, getattr(c10d, name)))
         self._patch("batch_isend_irecv", self._wrap_batch(c10d.batch_isend_irecv))
+        if dispatch and self._mode is None:
+            from workers.dispatch_trace import CollectiveMode
+            self._mode = CollectiveMode(self)
+            self._mode.__enter__()
 
     def uninstall(self) -> None:
         for (module, name), original in self._originals.items():
             setattr(module, name, original)
         self._originals.clear()
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode.flush()
+            self._mode = None
 
     def _patch(self, name: str, wrapper: Callable) -> None:
         for module in (dist, c10d):
@@ -258,7 +270,9 @@ class Tracer:
         return batch_isend_irecv
 
     # ---- events ----------------------------------------------------------------------------
-    def _begin_event(self, spec: OpSpec, call: dict, caller) -> dict:
+    def _begin_event(self, spec: OpSpec, call: dict, caller, extra: dict | None = None) -> dict:
+        """The call's `begin` event (sent after the step-mode gate lets it go); `extra`: fields the
+        dispatch level adds (`torch_op`, a DTensor's `mesh` and `placements`)."""
         group = call.get("group")
         group_name = self.group_name(group)
         inputs = [t for name in spec.inputs for t in _tensors(call.get(name))]
@@ -274,7 +288,8 @@ class Tracer:
             shape=list(primary.shape) if primary is not None else [],
             dtype=str(primary.dtype).removeprefix("torch.") if primary is not None else None,
             bytes=size, wire_bytes=wire_bytes(spec.op, len(ranks), size), site=self._site(caller),
-            label=getattr(self._local, "label", None) or None, **(getattr(self._local, "fields", None) or {}))
+            label=getattr(self._local, "label", None) or None, **(getattr(self._local, "fields", None) or {}),
+            **(extra or {}))
         self._local.label = self._local.fields = None
         if spec.kind == "collective":
             self._cseq[group_name] += 1
@@ -362,7 +377,7 @@ class Tracer:
 
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
-               "bytes", "wire_bytes", "label", "bucket", "chunk", "site")
+               "bytes", "wire_bytes", "label", "bucket", "chunk", "site", "torch_op", "mesh", "placements")
 
 
 def _names(arguments: tuple[str, ...], tensors: list) -> list[str]:
