@@ -9,6 +9,7 @@ passes through untraced, so each user-visible call is one pair of events.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import sys
@@ -363,17 +364,26 @@ class Tracer:
     def _site(frame) -> str | None:
         """`file:line` of the innermost caller that is neither torch nor the tracer."""
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if (filename not in _SKIPPED_FILES and not filename.startswith(_TORCH_DIR)
-                    and frame.f_globals.get("__name__") not in _DECORATOR_MODULES):
-                path = Path(filename)
-                try:
-                    path = path.resolve().relative_to(_REPO_ROOT)
-                except ValueError:
-                    pass
-                return f"{path}:{frame.f_lineno}"
+            shown = _shown_path(frame.f_code.co_filename)
+            if shown is not None and frame.f_globals.get("__name__") not in _DECORATOR_MODULES:
+                return f"{shown}:{frame.f_lineno}"
             frame = frame.f_back
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown_path(filename: str) -> str | None:
+    """How a site names a file (relative to the repository when inside it), or None for the
+    tracer's and torch's own files. Cached: resolving a path costs system calls, and a training step
+    makes many calls from the same few files."""
+    if filename in _SKIPPED_FILES or filename.startswith(_TORCH_DIR):
+        return None
+    path = Path(filename)
+    try:
+        path = path.resolve().relative_to(_REPO_ROOT)
+    except ValueError:
+        pass
+    return str(path)
 
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
