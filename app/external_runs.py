@@ -40,7 +40,7 @@ class Job:
     key: str
     run: Run
     nodes: dict[int, NodeClock] = field(default_factory=dict)
-    joined: set[int] = field(default_factory=set)
+    joined: dict[int, str] = field(default_factory=dict)     # rank → the process that joined as it
     gone: set[int] = field(default_factory=set)        # ranks that said goodbye
     stopped: dict[int, str] = field(default_factory=dict)   # rank → the signal its launcher stopped it with
 
@@ -52,13 +52,15 @@ class ExternalRuns:
         self._jobs: dict[str, Job] = {}           # job key → the job's open run
         self._by_run: dict[str, Job] = {}
 
-    def join(self, key: str, world_size: int, rank: int, owner: str | None = None) -> Run:
-        """The run of job `key` (opened by its first rank). A rank joining twice means a new job
-        under the same key (torchrun reused the id): it gets a new run."""
+    def join(self, key: str, world_size: int, rank: int, member: str = "", owner: str | None = None) -> Run:
+        """The run of job `key` (opened by its first rank). A rank joining again from another process
+        means a new job under the same key (torchrun reused the id): it gets a new run; from the same
+        process (`member`: its join was sent again, the answer lost) it is the same run."""
         job = self._jobs.get(key)
-        if job is None or job.run.final or rank in job.joined or job.run.world_size != world_size:
+        again = job is not None and rank in job.joined and (not member or job.joined[rank] != member)
+        if job is None or job.run.final or again or job.run.world_size != world_size:
             job = self._open(key, world_size, owner)
-        job.joined.add(rank)
+        job.joined[rank] = member
         return job.run
 
     def job(self, run_id: str) -> Job | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import secrets
 import threading
 import time
 from collections import deque
@@ -23,7 +24,7 @@ from workers.protocol import encode
 
 MAX_BATCH_BYTES = 256 * 1024        # under the server's body limit (512 KiB)
 MAX_QUEUED_BYTES = 64 * 1024 * 1024  # past this the newest events are dropped (a server long out of reach)
-REQUEST_TIMEOUT_S = 2.0
+REQUEST_TIMEOUT_S = 5.0           # a loaded server may be slow to answer; the rank never waits for it
 RETRY_AFTER_S = 1.0                 # after a failed request, the next try waits this long
 CLOCK_SAMPLES = 5
 
@@ -65,6 +66,7 @@ class JobSender:
         self._closing = threading.Event()
         self._connection: http.client.HTTPConnection | None = None
         self._run: dict | None = None
+        self._member = secrets.token_hex(8)   # this process: a join retried after a lost answer is not a new job
         self._clock: dict | None = None
         self._thread = threading.Thread(target=self._serve, name="paralab-sender", daemon=True)
         self._thread.start()
@@ -79,7 +81,7 @@ class JobSender:
             self._queue.append(data)
             self._queued_bytes += len(data)
 
-    def close(self, deadline_s: float = 3.0) -> None:
+    def close(self, deadline_s: float = 5.0) -> None:
         """Send what is queued and say goodbye, for at most `deadline_s`; what is left is dropped."""
         self.closed = True
         self._closing.set()
@@ -108,7 +110,8 @@ class JobSender:
         who = self.identity
         self._run = None
         run = self._request("POST", "/api/external/join", {"job": who.job, "world_size": who.world_size,
-                                                          "rank": who.rank, "node": who.node, "host": who.host})
+                                                          "rank": who.rank, "node": who.node, "host": who.host,
+                                                          "member": self._member})
         self._clock = self._measure_clock()
         self._run, self.page = run, self.server + run["page"]
         self._send_batch([])                 # the server learns this rank's host and clock at once

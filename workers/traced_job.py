@@ -83,7 +83,8 @@ def _install_tracer(sender: JobSender, rank: int) -> None:
             sender.backend = str(dist.get_backend())
         sender.put(message)
 
-    Tracer(emit, rank, time.monotonic).install()
+    # the dispatch level sees DDP, FSDP2, DTensor…; PARALAB_DISPATCH=off keeps the dist.* wrappers alone
+    Tracer(emit, rank, time.monotonic).install(dispatch=os.environ.get("PARALAB_DISPATCH", "on") != "off")
 
 
 def _when_imported(name: str, then) -> None:
@@ -158,7 +159,7 @@ def _say_goodbye_when_stopped(sender: JobSender, rank: int) -> None:
     signal.signal(signal.SIGTERM, stopped)
 
 
-def _finish(sender: JobSender, rank: int, deadline_s: float = 3.0) -> None:
+def _finish(sender: JobSender, rank: int, deadline_s: float = 5.0) -> None:
     if sender.closed:
         return
     sender.close(deadline_s)

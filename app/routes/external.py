@@ -42,6 +42,7 @@ class JobJoin(BaseModel):
     rank: int = Field(ge=0)
     node: int = Field(0, ge=0, description="torchrun's node rank (GROUP_RANK)")
     host: str = Field("?", max_length=256)
+    member: str = Field("", max_length=64, description="the rank's process, so that a join sent twice joins once")
 
 
 class Goodbye(BaseModel):
@@ -81,7 +82,7 @@ async def join_job(body: JobJoin, external: ExternalDep, settings: SettingsDep, 
     _check_trace_token(request, settings)
     if body.rank >= body.world_size:
         raise HTTPException(422, detail=f"rank {body.rank} is not below the world size {body.world_size}")
-    run = external.join(body.job, body.world_size, body.rank, owner=settings.ADMIN_USER if auth_on(settings) else None)
+    run = external.join(body.job, body.world_size, body.rank, body.member, owner=settings.ADMIN_USER if auth_on(settings) else None)
     return {"run": run.id, "token": run.token, "page": f"/jobs/{run.id}"}
 
 

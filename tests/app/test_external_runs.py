@@ -41,9 +41,9 @@ def client(tmp_path):
         yield client
 
 
-def join(client, rank, job="job-a/0", world_size=4, node=0, host="node-a", **headers):
-    return client.post("/api/external/join", json={"job": job, "world_size": world_size, "rank": rank,
-                                                   "node": node, "host": host}, headers=headers)
+def join(client, rank, job="job-a/0", world_size=4, node=0, host="node-a", member=None, **headers):
+    return client.post("/api/external/join", json={"job": job, "world_size": world_size, "rank": rank, "node": node,
+                                                   "host": host, "member": member or f"process-{rank}"}, headers=headers)
 
 
 def post(client, joined, rank, messages, node=0, host="node-a", offset=0.0, rtt=0.002, **headers):
@@ -73,7 +73,8 @@ def test_the_ranks_of_one_job_share_one_run_and_another_job_gets_its_own(client)
     assert first[0]["page"] == f"/jobs/{first[0]['run']}"
     other = join(client, 0, job="job-b/0").json()
     assert other["run"] != first[0]["run"]
-    again = join(client, 0).json()          # rank 0 of job-a joining twice: torchrun reused the id
+    assert join(client, 1).json()["run"] == first[0]["run"]    # the same process again: its answer was lost
+    again = join(client, 0, member="another-process").json()   # another rank 0 of job-a: torchrun reused the id
     assert again["run"] != first[0]["run"]
     run = client.get(f"/api/runs/{first[0]['run']}").json()
     assert (run["lesson"], run["world_size"], run["status"], run["params"]) == ("torchrun", 4, "running", {"job": "job-a/0"})

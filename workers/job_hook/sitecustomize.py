@@ -3,8 +3,9 @@ the job starts. In a rank (RANK is set) with PARALAB_SERVER set, it traces the r
 (workers/traced_job.py); in any other process (torchrun's agent itself) it does nothing. Then it runs
 the sitecustomize it hides, if the environment had one.
 
-Not a package: this directory holds only this file, so that nothing else of paralab's shadows the
-user's modules. paralab's root goes at the end of sys.path, behind the user's own.
+This directory holds only this file, so that nothing of paralab's shadows the user's modules on the
+path; paralab's root goes at the end of sys.path. (Its `workers` package is imported all the same:
+a script's own top-level `workers` would get it; docs/torchrun.md, Limits.)
 """
 
 import os

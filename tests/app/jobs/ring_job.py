@@ -1,5 +1,5 @@
 """A small torchrun job, unchanged by paralab: an all_reduce, a ring of send/recv (two ranks or more),
-an all_gather, a barrier. With JOB_HOLD_FILE set, every rank waits after the all_reduce until that
+an all_gather, a barrier, then one step of DDP (whose collectives only torch's dispatch level sees). With JOB_HOLD_FILE set, every rank waits after the all_reduce until that
 file exists (a test does something to the server meanwhile)."""
 
 import os
@@ -7,6 +7,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -34,5 +35,8 @@ if world > 1:
 gathered = [torch.zeros(2) for _ in range(world)]
 dist.all_gather(gathered, torch.tensor([rank, rank * 10.0]))
 dist.barrier()
+
+model = DistributedDataParallel(torch.nn.Linear(4, 2))
+model(torch.ones(3, 4) * rank).sum().backward()
 print(f"rank {rank} of {world}: all done", flush=True)
 dist.destroy_process_group()
