@@ -137,7 +137,8 @@ class JobSender:
             try:
                 self._send_batch(batch)
             except ServerGone:
-                self.dropped += len(batch)
+                with self._lock:
+                    self.dropped += len(batch)
                 if until_empty or self._closing.wait(RETRY_AFTER_S):
                     self._drop_queue()
                     return

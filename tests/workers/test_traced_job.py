@@ -11,6 +11,7 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from app.cli_trace import HOOK_DIR, job_environment
 from tests.conftest import REPO, free_port
@@ -54,6 +55,7 @@ def test_a_rank_whose_server_is_down_runs_to_the_end_and_says_what_it_dropped(tm
     assert f"127.0.0.1:{closed} could not be reached" in dropped[0]
 
 
+@pytest.mark.timeout(300)          # the live server's start and a rank: minutes on two loaded cores
 def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp_path):
     """torchrun stops the other ranks with SIGTERM when one fails: the run says so at once."""
     env = {**os.environ, **job_environment(server.url, None), "PARALAB_JOB": f"sigterm-{free_port()}",
@@ -78,6 +80,7 @@ def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp
     assert "ranks [0] were stopped by their launcher (SIGTERM)" in run["error"]["message"]
 
 
+@pytest.mark.timeout(300)          # the live server's start and a rank: minutes on two loaded cores
 def test_with_the_pth_hook_installed_paralab_server_alone_traces_a_rank(server, tmp_path):
     """`paralab trace --install-hook` in a virtual environment (torch from the system's packages, which
     are not on sys.path yet when .pth files run): a rank started with only PARALAB_SERVER set streams."""
