@@ -186,7 +186,7 @@ def _verdict(problem_id: str, outcome: sandbox.Outcome, control: bytes | None, r
         if limit:
             return refuse(f"stopped: {limit}")
     texts = [_text(report) for report in reports]
-    checked = _check(problem_id, checker, texts, limits, stop)
+    checked = _check(problem_id, checker, texts, ended.get("wire_bytes"), stop)
     if isinstance(checked, Verdict):
         return checked
     checks = _merge(checked["checks"])
@@ -235,10 +235,13 @@ def _error_of(text: str | None) -> str | None:
     return error[:MAX_REASON_CHARS] if isinstance(error, str) else None
 
 
-def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], limits: sandbox.Limits,
+def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], wire_bytes,
            stop: threading.Event | None) -> dict | Verdict:
-    """Hand the reports to the checker and wait for its checks (as long as the stop event allows)."""
-    feed = threading.Thread(target=_feed, args=(checker, json.dumps({"reports": texts}).encode()), daemon=True)
+    """Hand the reports and the traffic the runner measured to the checker and wait for its checks
+    (as long as the stop event allows)."""
+    wire_bytes = wire_bytes if isinstance(wire_bytes, int) and wire_bytes >= 0 else None
+    feed = threading.Thread(target=_feed, args=(checker, json.dumps({"reports": texts, "wire_bytes": wire_bytes}).encode()),
+                            daemon=True)
     feed.start()
     outcome = sandbox.supervise(checker, sandbox.Limits(wall_s=CHECK_WALL_S), stop, keep=CHECKS_MAX_BYTES)
     if outcome.reason == sandbox.CANCELLED:

@@ -4,7 +4,9 @@
 made outside the sandbox. The runner forks the ranks first; each rank closes every pipe but its own
 and only then loads the learner's module, runs the harness and writes its report (its outputs and
 traced calls, workers/problems/report.py) to its own pipe. The runner itself never loads learner
-code: it waits for the ranks and writes how each ended to the control pipe. Nothing printed counts.
+code: it waits for the ranks and writes how each ended to the control pipe, with the bytes the kernel
+counted on the sandbox's loopback while they ran (their real traffic, which no rank can lower).
+Nothing printed counts.
 """
 
 from __future__ import annotations
@@ -96,10 +98,25 @@ def _write_all(fd: int, data: bytes) -> None:
     os.close(fd)
 
 
+def loopback_bytes() -> int | None:
+    """Bytes sent on the loopback so far, as the kernel counts them (/proc/net/dev): in the sandbox's
+    own network namespace that is the ranks' traffic and nothing else. None where unreadable."""
+    try:
+        with open("/proc/net/dev") as table:
+            for line in table:
+                name, _, counters = line.partition(":")
+                if name.strip() == "lo":
+                    return int(counters.split()[8])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> None:
     _not_dumpable()                                  # inherited by the ranks
     world = PROBLEMS[problem_id].world_size
     workdir = tempfile.mkdtemp(prefix="judge-")
+    before = loopback_bytes()
     pids = {}
     for rank in range(world):
         pid = os.fork()
@@ -111,7 +128,9 @@ def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> 
     for fd in report_fds:
         os.close(fd)
     exits, hung = _wait(pids)
-    _write_all(control_fd, json.dumps({"exits": exits, "hung": hung, "hang_s": RUN_S}).encode())
+    after = loopback_bytes()
+    wire = after - before if before is not None and after is not None else None
+    _write_all(control_fd, json.dumps({"exits": exits, "hung": hung, "hang_s": RUN_S, "wire_bytes": wire}).encode())
 
 
 def _wait(pids: dict[int, int]) -> tuple[dict[int, int], list[int]]:

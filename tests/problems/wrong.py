@@ -32,6 +32,13 @@ MISTAKES = {
     "ring_allreduce/chunk_index": ("ring_allreduce", [
         ("        chunks[(rank - step - 1) % world] += incoming",
          "        chunks[(rank - step) % world] += incoming        # adds into the wrong chunk")]),
+    "fsdp_wrapper/all_reduce_then_slice": ("fsdp_wrapper", [
+        ("    shard = torch.empty(full_grad.numel() // world, dtype=full_grad.dtype)\n"
+         "    dist.reduce_scatter_single(shard, full_grad.contiguous(), group=group)\n",
+         "    total = full_grad.clone()\n"
+         "    dist.all_reduce(total, group=group)                 # right numbers, twice the bytes\n"
+         "    shard = total.chunk(world)[dist.get_rank(group)]\n")]),
+    "fsdp_wrapper/no_mean": ("fsdp_wrapper", [("    return shard / world", "    return shard")]),
 }
 FILES = {"pp_1f1b_loop/gpipe_order": "wrong_gpipe_order.py", "ring_allreduce/uses_all_reduce": "wrong_uses_all_reduce.py"}
 

@@ -4,7 +4,8 @@ side that refuse anything else.
 
     {"outputs": {"output Y": {"shape": [8, 16], "dtype": "float32", "values": [...]},
                  "1F1B order": ["0F0", "0F1", ...], "activations held": 3},
-     "calls": [{"kind": "collective", "op": "all_reduce", "group": "tp", "shape": [8, 16], "peer": null}, ...],
+     "calls": [{"kind": "collective", "op": "all_reduce", "group": "tp", "shape": [8, 16], "peer": null,
+                "dtype": "float32"}, ...],
      "error": "ZeroDivisionError: division by zero (your line 7: 1 / 0)"}      (only when it failed)
 
 Torch-free to import; `encode` and `decode` import torch when called.
@@ -48,7 +49,7 @@ def encode(outputs: dict, calls: list[dict], error: str | None = None) -> bytes:
         return v
 
     body = {"outputs": {name: value(v) for name, v in outputs.items()},
-            "calls": [{k: c.get(k) for k in ("kind", "op", "group", "shape", "peer")} for c in calls]}
+            "calls": [{k: c.get(k) for k in ("kind", "op", "group", "shape", "peer", "dtype")} for c in calls]}
     if error is not None:
         body["error"] = error[:MAX_TEXT]
     return json.dumps(body).encode()
@@ -116,4 +117,4 @@ def _call(call) -> dict:
     if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape) or not (peer is None or isinstance(peer, int)):
         raise ReportError("a call's shape or peer is malformed")
     return {"kind": call["kind"], "op": _text(call.get("op")), "group": _text(call.get("group") or ""),
-            "shape": shape, "peer": peer}
+            "shape": shape, "peer": peer, "dtype": _text(call.get("dtype") or "float32")}
