@@ -20,6 +20,7 @@ from app.hub import Hub
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
 from app.routes import protocol as protocol_routes
+from app.routes import progress as progress_routes
 from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
@@ -75,4 +76,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes):
         app.include_router(module.router)
+    app.include_router(progress_routes.router)
     return app
