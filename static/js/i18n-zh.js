@@ -741,6 +741,8 @@ export const ZH_BUILT = {
   "rank {rank} is {what} until {ranks} enters": "rank {rank} {what}，直到 {ranks} 进入",
   "rank {rank} is {what} until {ranks} enter": "rank {rank} {what}，直到 {ranks} 进入",
   " — a collective is a rendezvous": " — 集合通信是一次会合",
+  "paralab's own engine (engine.py)": "paralab 自己的引擎（engine.py）",
+  "other": "其他",
   ", ": "、",
   " and ": " 和 ",
   "no progress for {quiet} s — called hung at {limit} s": "{quiet} 秒没有进展 — 到 {limit} 秒判定为卡住",
