@@ -743,6 +743,8 @@ export const ZH_BUILT = {
   " — a collective is a rendezvous": " — 集合通信是一次会合",
   "paralab's own engine (engine.py)": "paralab 自己的引擎（engine.py）",
   "other": "其他",
+  "before": "之前",
+  "after": "之后",
   ", ": "、",
   " and ": " 和 ",
   "no progress for {quiet} s — called hung at {limit} s": "{quiet} 秒没有进展 — 到 {limit} 秒判定为卡住",

@@ -1,6 +1,6 @@
 """A hang as a lecturer shows it at 1280×720: the header counts the quiet seconds towards the hang
 timeout, the report names ranks in words, a rank that finished its program is not marked failed, and
-the source panel shows a long line whole."""
+the source panel scrolls a long line sideways with its line number kept in view."""
 
 from __future__ import annotations
 
@@ -35,12 +35,21 @@ def test_a_hang_counts_down_then_reports_in_words(small_page: Page, server):
     expect(page.locator('.lane[data-rank="1"] .lane-text')).to_have_text("finished")
 
 
-def test_the_source_panel_wraps_a_long_line(small_page: Page, server):
+def test_the_source_panel_scrolls_a_long_line_sideways(small_page: Page, server):
     page = small_page
     page.goto(f"{server.url}/lessons/deadlock")
     code = page.locator("#source .source-code")
-    expect(code.locator(".line").first).to_be_visible()
-    overflow = code.evaluate("el => el.scrollWidth - el.clientWidth")
-    assert overflow <= 1, f"the source panel hides {overflow}px of its lines to the right"
     long_line = code.locator(".line", has_text="a healthy all-reduce").first
-    expect(long_line).to_contain_text("every rank calls it")
+    expect(long_line).to_be_visible()
+    sizes = code.evaluate("el => ({scroll: el.scrollWidth, client: el.clientWidth})")
+    assert sizes["scroll"] > sizes["client"], "the deadlock program has a line longer than the panel at 1280 px"
+    # every line is as wide as the longest (a highlight runs under all of it) ...
+    assert long_line.evaluate("el => el.getBoundingClientRect().width") >= sizes["scroll"] - 1
+    # ... and scrolled to the end, the line's last words are in view with its number still beside them
+    code.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
+    box = code.bounding_box()
+    end = long_line.locator(".text").evaluate(
+        "el => { const r = document.createRange(); r.selectNodeContents(el); return r.getBoundingClientRect().right; }")
+    assert box["x"] < end <= box["x"] + box["width"] + 1
+    number = long_line.locator(".num").bounding_box()
+    assert box["x"] <= number["x"] < box["x"] + 40
