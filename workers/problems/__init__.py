@@ -36,6 +36,7 @@ class Problem:
     title: str
     world_size: int
     functions: tuple[Function, ...]
+    lesson: str | None = None          # the lesson that teaches what this problem practises
 
     @property
     def dir(self) -> Path:
