@@ -4,6 +4,7 @@ PROBLEM = Problem(
     id="fsdp_wrapper",
     title="An FSDP-style wrapper: all-gather the parameters, reduce-scatter the gradients",
     world_size=4,
+    lesson="zero",
     functions=(
         Function("gather_parameters", "def gather_parameters(shard: torch.Tensor, group) -> torch.Tensor",
                  "Before the forward: all-gather every rank's flat shard into the full flat parameter, in rank order."),

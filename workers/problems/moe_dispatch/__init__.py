@@ -4,6 +4,7 @@ PROBLEM = Problem(
     id="moe_dispatch",
     title="Mixture of experts: dispatch the tokens to their experts and combine them back",
     world_size=4,
+    lesson="expert_parallel",
     functions=(
         Function("dispatch", "def dispatch(tokens: torch.Tensor, experts: torch.Tensor, group) -> "
                  "tuple[torch.Tensor, object]",

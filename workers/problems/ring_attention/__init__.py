@@ -4,6 +4,7 @@ PROBLEM = Problem(
     id="ring_attention",
     title="Ring attention: pass the K/V blocks around the ring, merge with an online softmax",
     world_size=4,
+    lesson="context_parallel",
     functions=(
         Function("ring_attention", "def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, "
                  "rank: int, world: int) -> torch.Tensor",
