@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers import sandbox
+from workers.judge_hang import hang_report
 from workers.problems import ALLOWED_IMPORTS, PROBLEMS
 from workers.problems.report import MAX_REPORT_BYTES
 
@@ -89,7 +90,7 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
         else:
             outcome = _run_unsandboxed(argv, code, limits, stop, channels.write_ends)
         control, reports = channels.collect()
-        verdict = _verdict(problem_id, outcome, control, reports, channels.oversized(), checker, limits, stop)
+        verdict = _verdict(problem_id, code, outcome, control, reports, channels.oversized(), checker, limits, stop)
     finally:
         _kill(checker)
     verdict.note = outcome.output_note()
@@ -169,7 +170,7 @@ def _run_unsandboxed(argv: list[str], code: str, limits: sandbox.Limits, stop: t
     return outcome
 
 
-def _verdict(problem_id: str, outcome: sandbox.Outcome, control: bytes | None, reports: list[bytes | None],
+def _verdict(problem_id: str, code: str, outcome: sandbox.Outcome, control: bytes | None, reports: list[bytes | None],
              oversized: list[int], checker: subprocess.Popen, limits: sandbox.Limits, stop: threading.Event | None) -> Verdict:
     """Trust nothing the sandbox printed: how the ranks ended comes from the runner's control pipe,
     what they computed from their own pipes, and every check from the checker outside."""
@@ -192,7 +193,7 @@ def _verdict(problem_id: str, outcome: sandbox.Outcome, control: bytes | None, r
     checks = _merge(checked["checks"])
     invalid = {int(rank): why for rank, why in checked["invalid"].items()}
     invalid |= {rank: f"rank {rank}'s report was refused: it is over {MAX_REPORT_BYTES} bytes" for rank in oversized}
-    reason = _first_problem(texts, hung, ended.get("hang_s"), invalid, limits)
+    reason = _first_problem(texts, hung, ended, invalid, limits, code)
     if isinstance(reason, Verdict):
         return reason
     passed = not reason and checks and all(c["passed"] for c in checks)
@@ -206,12 +207,12 @@ def _text(report: bytes | None) -> str | None:
         return "not UTF-8"           # refused by the checker as not JSON
 
 
-def _first_problem(texts: list[str | None], hung: list[int], hang_s, invalid: dict[int, str], limits: sandbox.Limits) -> str | Verdict | None:
-    """Why the ranks' run itself failed, before any check: a deadlock, a learner's exception, a
-    rank that never reported, a report that was refused."""
+def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invalid: dict[int, str],
+                   limits: sandbox.Limits, code: str) -> str | Verdict | None:
+    """Why the ranks' run itself failed, before any check: a deadlock (with the hang report), a
+    learner's exception, a rank that never reported, a report that was refused."""
     if hung:
-        return (f"the ranks did not finish within {hang_s} s — are they waiting for each other "
-                "(a deadlock: a call some rank never makes)?")
+        return hang_report(texts, code, ended)
     for rank, text in enumerate(texts):
         error = _error_of(text)
         if error:

@@ -28,10 +28,13 @@ from workers.problems.report import Report, ReportError, decode
 WIRE_SLACK = 0.9           # gloo's algorithms send at least the bandwidth-optimal bytes; headers only add
 
 
-def traffic(world: int, reported: list[list[dict]], wire_bytes: int | None, raised: bool = False) -> list[dict]:
+def traffic(world: int, reported: list[list[dict]], wire_bytes: int | None, raised: bool = False,
+            hung: bool = False) -> list[dict]:
     """One row per rank: the bytes measured on the wire against those the reported calls send."""
     claimed = sum(call.wire_bytes(world) for calls in reported for call in performed(calls, ("collective", "p2p")))
-    if raised:              # a call that raised was begun, not made: the count proves nothing either way
+    if hung:                # a hung call was begun, never completed
+        passed, detail = True, "the ranks' traffic was not compared: the judge stopped ranks that were hung inside calls"
+    elif raised:            # a call that raised was begun, not made: the count proves nothing either way
         passed, detail = True, "the ranks' traffic was not compared: a rank's code raised before its calls were done"
     elif wire_bytes is None:
         passed, detail = True, "the ranks' traffic was not measured here (no network namespace of its own)"
@@ -45,7 +48,7 @@ def traffic(world: int, reported: list[list[dict]], wire_bytes: int | None, rais
 def check(problem_id: str, reports: list[str | None], wire_bytes: int | None = None) -> dict:
     world = PROBLEMS[problem_id].world_size
     verify = importlib.import_module(f"workers.problems.{problem_id}.verify").verify
-    checks, invalid, reported, raised = [], {}, [], False
+    checks, invalid, reported, raised, hung = [], {}, [], False, False
     for rank in range(world):
         text = reports[rank] if rank < len(reports) else None
         report = Report()
@@ -56,12 +59,13 @@ def check(problem_id: str, reports: list[str | None], wire_bytes: int | None = N
                 invalid[rank] = f"rank {rank}'s report was refused: {exc}"
         reported.append(report.calls)
         raised = raised or report.error is not None
+        hung = hung or report.hung
         try:
             checks += verify(rank, world, report.outputs, report.calls)
         except Exception as exc:    # outputs of the right form but the wrong kind (a list for a tensor…)
             invalid[rank] = f"rank {rank}'s outputs could not be checked: {type(exc).__name__}: {str(exc)[:200]}"
             checks += verify(rank, world, {}, [])
-    return {"checks": checks + traffic(world, reported, wire_bytes, raised), "invalid": invalid}
+    return {"checks": checks + traffic(world, reported, wire_bytes, raised, hung), "invalid": invalid}
 
 
 def main(problem_id: str) -> None:

@@ -261,3 +261,20 @@ def test_a_report_is_data_and_anything_else_is_refused_saying_why(report, why):
     with pytest.raises(ReportError) as refused:
         decode(report)
     assert why in str(refused.value)
+
+
+def test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and_lines():
+    """A ring whose last rank skips its send/recv: ranks 0–2 block in send; the judge stops them
+    within seconds (not gloo's 30 s) and says who waits in which call at which line of the learner's
+    file, and that rank 3 finished; the traffic of calls that never completed is not held against it."""
+    code = (REPO / "tests/problems/deadlock_ring.py").read_text()
+    send_line = next(n for n, line in enumerate(code.splitlines(), 1) if "dist.send(" in line)
+    verdict = judge("ring_allreduce", code)
+    assert verdict.status == "failed"
+    first, *ranks = verdict.reason.splitlines()
+    assert first.startswith("the ranks are deadlocked: ranks 0, 1 and 2 sat inside a call"), first
+    for rank in (0, 1, 2):
+        assert ranks[rank].startswith(f"rank {rank}: waits in send to rank {rank + 1} at your line {send_line}: dist.send(")
+    assert ranks[3].startswith("rank 3: finished its program")
+    traffic = next(c for c in verdict.checks if c["name"] == "traffic")
+    assert traffic["passed"] and "hung inside calls" in traffic["detail"]

@@ -33,10 +33,14 @@ class Report:
     outputs: dict[str, object] = field(default_factory=dict)   # name → tensor, or a fact (str, number, list)
     calls: list[dict] = field(default_factory=list)             # the begin of each traced call, in order
     error: str | None = None
+    hung: bool = False                                          # stopped by the judge inside a call
 
 
-def encode(outputs: dict, calls: list[dict], error: str | None = None) -> bytes:
-    """The report of one rank (tensors become shape, dtype and values)."""
+def encode(outputs: dict, calls: list[dict], error: str | None = None, trace: list[dict] | None = None,
+           hung: bool = False) -> bytes:
+    """The report of one rank (tensors become shape, dtype and values). `trace` (each call begun and
+    ended, with the learner's line) and `hung` (written when the runner found the rank stuck) serve
+    the hang report only: no check reads them."""
     import torch
 
     def value(v):
@@ -52,6 +56,10 @@ def encode(outputs: dict, calls: list[dict], error: str | None = None) -> bytes:
             "calls": [{k: c.get(k) for k in ("kind", "op", "group", "shape", "peer", "dtype")} for c in calls]}
     if error is not None:
         body["error"] = error[:MAX_TEXT]
+    if trace is not None:
+        body["trace"] = trace
+    if hung:
+        body["hung"] = True
     return json.dumps(body).encode()
 
 
@@ -71,7 +79,7 @@ def decode(data: bytes) -> Report:
     if len(body["calls"]) > MAX_CALLS:
         raise ReportError(f"it lists over {MAX_CALLS} calls")
     return Report({_text(name): _output(name, v) for name, v in body["outputs"].items()},
-                  [_call(c) for c in body["calls"]], error and error[:MAX_TEXT])
+                  [_call(c) for c in body["calls"]], error and error[:MAX_TEXT], body.get("hung") is True)
 
 
 def _text(value) -> str:
