@@ -51,6 +51,11 @@ CREATE TABLE IF NOT EXISTS submissions (
     finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS submissions_user ON submissions(user, created_at);
+CREATE TABLE IF NOT EXISTS progress (
+    user TEXT PRIMARY KEY,
+    lessons TEXT NOT NULL,           -- JSON: lesson id -> {"ran", "answered", "questions"} (see merge_progress)
+    updated_at REAL NOT NULL
+);
 """
 
 
@@ -162,11 +167,12 @@ class Accounts:
         self._q("UPDATE users SET session_epoch=session_epoch+1 WHERE name=?", (name,))
 
     def delete_user(self, name: str) -> int:
-        """Delete an account and every submission of it; how many submissions went with it."""
+        """Delete an account, every submission and its progress; how many submissions went with it."""
         with self._lock:
             with self._db:          # one transaction (the connection otherwise commits each statement)
                 self._db.execute("BEGIN")
                 gone = self._db.execute("DELETE FROM submissions WHERE user=?", (name,)).rowcount
+                self._db.execute("DELETE FROM progress WHERE user=?", (name,))
                 self._db.execute("DELETE FROM users WHERE name=?", (name,))
         return gone
 
@@ -225,6 +231,24 @@ class Accounts:
         return self.create_user(name, password, "student", rows[0]["name"])
 
     # ---- submissions ----------------------------------------------------------------------------
+    def progress(self, user: str) -> dict:
+        """A learner's progress through the course: lesson id -> {ran, answered, questions}."""
+        rows = self._q("SELECT lessons FROM progress WHERE user = ?", (user,))
+        return json.loads(rows[0]["lessons"]) if rows else {}
+
+    def merge_progress(self, user: str, lessons: dict) -> dict:
+        """Add what another browser saw to what is kept (progress only grows: a run seen stays seen, an
+        answered question stays answered), under the lock so two browsers' saves both count."""
+        with self._lock:
+            rows = self._db.execute("SELECT lessons FROM progress WHERE user = ?", (user,)).fetchall()
+            kept = json.loads(rows[0]["lessons"]) if rows else {}
+            for lesson, seen in lessons.items():
+                kept[lesson] = merge_lesson_progress(kept.get(lesson), seen)
+            self._db.execute("INSERT INTO progress (user, lessons, updated_at) VALUES (?, ?, ?) "
+                             "ON CONFLICT(user) DO UPDATE SET lessons = excluded.lessons, updated_at = excluded.updated_at",
+                             (user, json.dumps(kept, sort_keys=True), time.time()))
+            return kept
+
     def add_submission(self, user: str, problem: str, code: str) -> str:
         sid = secrets.token_hex(6)
         self._q("INSERT INTO submissions (id, user, problem, code, status, created_at) VALUES (?, ?, ?, ?, 'queued', ?)",
@@ -274,6 +298,12 @@ class Accounts:
             sql += " AND u.class = ?"; args.append(klass)
         sql += " GROUP BY u.name, s.problem ORDER BY u.class, u.name, s.problem"
         return [dict(r) for r in self._q(sql, args)]
+
+
+def merge_lesson_progress(kept: dict | None, seen: dict) -> dict:
+    kept = kept or {"ran": False, "answered": [], "questions": 0}
+    return {"ran": bool(kept["ran"] or seen["ran"]), "answered": sorted(set(kept["answered"]) | set(seen["answered"])),
+            "questions": max(kept["questions"], seen["questions"])}
 
 
 def _check_password(password: str) -> None:

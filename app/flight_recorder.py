@@ -96,10 +96,18 @@ def _collective_mismatch(stuck: list[dict], events: list[dict], states: dict) ->
     if missing:
         waiting = sorted(c["rank"] for c in stuck if c["group"] == group and c["cseq"] == cseq)
         return {**base, "mismatch": "missing ranks",
-                "message": f"ranks {waiting} wait in {first['op']} ({where}); ranks {missing} never entered it"
+                "message": f"{ranks_phrase(waiting)} {'waits' if len(waiting) == 1 else 'wait'} in {first['op']} "
+                           f"({where}); {ranks_phrase(missing)} never entered it"
                            + _elsewhere(missing, states, group, _finished(events))}
     return {**base, "mismatch": "unknown",
             "message": f"every rank entered {first['op']} ({where}) and none came out"}
+
+
+def ranks_phrase(ranks: list[int]) -> str:
+    """"rank 0", "ranks 0 and 1", "ranks 0, 1 and 3": ranks in a sentence, not a Python list."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
 
 
 def _finished(events: list[dict]) -> set[int]:

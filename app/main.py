@@ -20,7 +20,7 @@ from app.external_runs import ExternalRuns
 from app.hub import Hub
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
-from app.routes import external, protocol as protocol_routes
+from app.routes import external, progress as progress_routes, protocol as protocol_routes
 from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
@@ -76,6 +76,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes,
-                   external):
+                   external, progress_routes):
         app.include_router(module.router)
     return app

@@ -45,6 +45,7 @@ class RunPublic(BaseModel):
     position: int | None = Field(None, description="while queued, its place in the queue (1: next to start)")
     error: dict[str, Any] | None
     created_at: float
+    hang_timeout_s: float | None = Field(None, description="seconds without progress inside a call before the run is called hung")
     events: int = Field(description="number of events recorded so far")
     checks: list[dict[str, Any]]
     metrics: list[dict[str, Any]]

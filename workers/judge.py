@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers import sandbox
+from workers.judge_hang import hang_report
 from workers.problems import ALLOWED_IMPORTS, PROBLEMS
 from workers.problems.report import MAX_REPORT_BYTES
 
@@ -89,7 +90,7 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
         else:
             outcome = _run_unsandboxed(argv, code, limits, stop, channels.write_ends)
         control, reports = channels.collect()
-        verdict = _verdict(problem_id, outcome, control, reports, channels.oversized(), checker, limits, stop)
+        verdict = _verdict(problem_id, code, outcome, control, reports, channels.oversized(), checker, limits, stop)
     finally:
         _kill(checker)
     verdict.note = outcome.output_note()
@@ -169,7 +170,7 @@ def _run_unsandboxed(argv: list[str], code: str, limits: sandbox.Limits, stop: t
     return outcome
 
 
-def _verdict(problem_id: str, outcome: sandbox.Outcome, control: bytes | None, reports: list[bytes | None],
+def _verdict(problem_id: str, code: str, outcome: sandbox.Outcome, control: bytes | None, reports: list[bytes | None],
              oversized: list[int], checker: subprocess.Popen, limits: sandbox.Limits, stop: threading.Event | None) -> Verdict:
     """Trust nothing the sandbox printed: how the ranks ended comes from the runner's control pipe,
     what they computed from their own pipes, and every check from the checker outside."""
@@ -186,13 +187,13 @@ def _verdict(problem_id: str, outcome: sandbox.Outcome, control: bytes | None, r
         if limit:
             return refuse(f"stopped: {limit}")
     texts = [_text(report) for report in reports]
-    checked = _check(problem_id, checker, texts, limits, stop)
+    checked = _check(problem_id, checker, texts, ended.get("wire_bytes"), stop)
     if isinstance(checked, Verdict):
         return checked
     checks = _merge(checked["checks"])
     invalid = {int(rank): why for rank, why in checked["invalid"].items()}
     invalid |= {rank: f"rank {rank}'s report was refused: it is over {MAX_REPORT_BYTES} bytes" for rank in oversized}
-    reason = _first_problem(texts, hung, ended.get("hang_s"), invalid, limits)
+    reason = _first_problem(texts, hung, ended, invalid, limits, code)
     if isinstance(reason, Verdict):
         return reason
     passed = not reason and checks and all(c["passed"] for c in checks)
@@ -206,12 +207,12 @@ def _text(report: bytes | None) -> str | None:
         return "not UTF-8"           # refused by the checker as not JSON
 
 
-def _first_problem(texts: list[str | None], hung: list[int], hang_s, invalid: dict[int, str], limits: sandbox.Limits) -> str | Verdict | None:
-    """Why the ranks' run itself failed, before any check: a deadlock, a learner's exception, a
-    rank that never reported, a report that was refused."""
+def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invalid: dict[int, str],
+                   limits: sandbox.Limits, code: str) -> str | Verdict | None:
+    """Why the ranks' run itself failed, before any check: a deadlock (with the hang report), a
+    learner's exception, a rank that never reported, a report that was refused."""
     if hung:
-        return (f"the ranks did not finish within {hang_s} s — are they waiting for each other "
-                "(a deadlock: a call some rank never makes)?")
+        return hang_report(texts, code, ended)
     for rank, text in enumerate(texts):
         error = _error_of(text)
         if error:
@@ -235,10 +236,13 @@ def _error_of(text: str | None) -> str | None:
     return error[:MAX_REASON_CHARS] if isinstance(error, str) else None
 
 
-def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], limits: sandbox.Limits,
+def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], wire_bytes,
            stop: threading.Event | None) -> dict | Verdict:
-    """Hand the reports to the checker and wait for its checks (as long as the stop event allows)."""
-    feed = threading.Thread(target=_feed, args=(checker, json.dumps({"reports": texts}).encode()), daemon=True)
+    """Hand the reports and the traffic the runner measured to the checker and wait for its checks
+    (as long as the stop event allows)."""
+    wire_bytes = wire_bytes if isinstance(wire_bytes, int) and wire_bytes >= 0 else None
+    feed = threading.Thread(target=_feed, args=(checker, json.dumps({"reports": texts, "wire_bytes": wire_bytes}).encode()),
+                            daemon=True)
     feed.start()
     outcome = sandbox.supervise(checker, sandbox.Limits(wall_s=CHECK_WALL_S), stop, keep=CHECKS_MAX_BYTES)
     if outcome.reason == sandbox.CANCELLED:

@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from app.auth import auth_on, current_user
+from workers.lessons import LESSONS
 from workers.problems import PROBLEMS
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -26,7 +27,12 @@ def login_page(request: Request):
 
 @router.get("/problems", response_class=HTMLResponse)
 def problems_page(request: Request):
-    return _page(request, "problems.html", {"problems": list(PROBLEMS.values())})
+    """Each problem with how this learner stands on it (solved, tried, not tried) and its lesson."""
+    mine = request.app.state.accounts.submissions(user=current_user(request).name, limit=10_000)
+    standing = {problem: "tried" for problem in {s["problem"] for s in mine}}
+    standing |= {s["problem"]: "solved" for s in mine if s["status"] == "passed"}
+    return _page(request, "problems.html", {"problems": list(PROBLEMS.values()), "standing": standing,
+                                            "lessons": LESSONS})
 
 
 @router.get("/problems/{problem_id}", response_class=HTMLResponse)
@@ -34,7 +40,7 @@ def problem_page(request: Request, problem_id: str):
     problem = PROBLEMS.get(problem_id)
     if problem is None:
         raise HTTPException(404, detail=f"no problem {problem_id!r}")
-    return _page(request, "problem.html", {"problem": problem})
+    return _page(request, "problem.html", {"problem": problem, "lessons": LESSONS})
 
 
 @router.get("/admin", response_class=HTMLResponse)

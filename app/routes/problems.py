@@ -32,9 +32,11 @@ def read_problems():
 
 @router.get("/{problem_id}")
 def read_problem(problem_id: str):
-    """One problem with its statement (Markdown) and the starter code the editor opens with."""
+    """One problem with its statement (Markdown; `statements` in every language it has, `texts` its
+    other words per language) and the starter code the editor opens with."""
     problem = _problem(problem_id)
-    return {**problem.public(), "statement": problem.text("statement.en.md"), "starter": problem.text("starter.py")}
+    return {**problem.public(), "statement": problem.text("statement.en.md"), "statements": problem.statements(),
+            "texts": problem.texts(), "starter": problem.text("starter.py")}
 
 
 @router.post("/{problem_id}/judge")

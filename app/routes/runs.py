@@ -24,7 +24,7 @@ def run_public(run: Run) -> RunPublic:
     return RunPublic(id=run.id, lesson=run.lesson, world_size=run.world_size, params=run.params,
                      step=run.step, backend=run.backend, status=run.status,
                      position=run.position if run.status == "queued" else None, error=run.error,
-                     created_at=run.created_at, events=len(run.events), checks=run.checks,
+                     created_at=run.created_at, hang_timeout_s=run.hang_timeout_s, events=len(run.events), checks=run.checks,
                      metrics=run.metrics)
 
 

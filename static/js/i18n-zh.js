@@ -319,6 +319,11 @@ export const ZH_PATTERNS = [
   [/^(\d+) ranks? ·$/, "$1 个 rank ·"],
 ];
 
+/** "0, 1 and 3" (a list of ranks in an English sentence) as "0、1 和 3". */
+function zhAnd(list) {
+  return list.replace(/, /g, "、").replace(/ and /, " 和 ");
+}
+
 /** One note of a hang report: "rank 3 last completed #1 all_reduce and finished its program". */
 function zhLastCompleted(note) {
   const m = /^rank (\d+) last completed (nothing|#\d+ \S+)( and finished its program)?$/.exec(note);
@@ -359,9 +364,9 @@ const ZH_SERVER = [
     "各 rank 在组 '$2' 的第 $1 次集合通信处调用了不同的集合通信：$3"],
   [/^the ranks passed different shapes to (\S+) \(collective #(\d+) of group '([^']*)'\): (.+)$/,
     "各 rank 传给 $1（组 '$3' 的第 $2 次集合通信）的张量形状不同：$4"],
-  [/^ranks (\[[^\]]*\]) wait in (\S+) \(collective #(\d+) of group '([^']*)'\); ranks (\[[^\]]*\]) never entered it(?: \((.+)\))?$/,
-    (m, waiting, op, cseq, group, missing, notes) => `rank ${waiting} 在 ${op}（组 '${group}' 的第 ${cseq} 次集合通信）中等待；`
-      + `rank ${missing} 始终没有进入${notes ? `（${notes.split("; ").map(zhLastCompleted).join("；")}）` : ""}`],
+  [/^ranks? ([\d, and]+?) waits? in (\S+) \(collective #(\d+) of group '([^']*)'\); ranks? ([\d, and]+?) never entered it(?: \((.+)\))?$/,
+    (m, waiting, op, cseq, group, missing, notes) => `rank ${zhAnd(waiting)} 在 ${op}（组 '${group}' 的第 ${cseq} 次集合通信）中等待；`
+      + `rank ${zhAnd(missing)} 始终没有进入${notes ? `（${notes.split("; ").map(zhLastCompleted).join("；")}）` : ""}`],
   [/^every rank entered (\S+) \(collective #(\d+) of group '([^']*)'\) and none came out$/,
     "每个 rank 都进入了 $1（组 '$3' 的第 $2 次集合通信），却没有一个出来"],
   [/^(.+): no send and recv pair up \(same ranks, same tag\)$/,
@@ -733,8 +738,21 @@ export const ZH_BUILT = {
   "computing until its next call": "一直计算到下一个调用",
   "{ranks} waits at a gate": "{ranks} 在等待放行",
   "{ranks} wait at a gate": "{ranks} 在等待放行",
-  "rank {rank} is {what} until {ranks} enters — a collective is a rendezvous": "rank {rank} {what}，直到 {ranks} 进入 — 集合通信是一次会合",
-  "rank {rank} is {what} until {ranks} enter — a collective is a rendezvous": "rank {rank} {what}，直到 {ranks} 进入 — 集合通信是一次会合",
+  "rank {rank} is {what} until {ranks} enters": "rank {rank} {what}，直到 {ranks} 进入",
+  "rank {rank} is {what} until {ranks} enter": "rank {rank} {what}，直到 {ranks} 进入",
+  " — a collective is a rendezvous": " — 集合通信是一次会合",
+  "paralab's own engine (engine.py)": "paralab 自己的引擎（engine.py）",
+  "other": "其他",
+  "before": "之前",
+  "✓ solved": "✓ 已解决",
+  "tried, not solved yet": "尝试过，尚未解决",
+  "not tried yet": "还没尝试",
+  "Learn it first:": "先学这一课：",
+  "the lesson:": "对应的课：",
+  "after": "之后",
+  ", ": "、",
+  " and ": " 和 ",
+  "no progress for {quiet} s — called hung at {limit} s": "{quiet} 秒没有进展 — 到 {limit} 秒判定为卡住",
   "rank {rank} is {what}, {detail}": "rank {rank} {what}，{detail}",
   "{parts}.": "{parts}。",
   "; ": "；",

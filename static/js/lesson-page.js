@@ -25,6 +25,7 @@ import { drawPanels, mountPanels } from "paralab/views/panels.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { renderSource } from "paralab/views/source.js";
 import { liveStatus, renderFailure, renderRunPill } from "paralab/views/status.js";
+import { hangCountdown } from "paralab/views/hang-countdown.js";
 import { markRan } from "paralab/progress.js";
 import { renderStepper } from "paralab/views/stepper.js";
 
@@ -80,7 +81,7 @@ function render() {
   const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0, params: run?.params, contents: store.state.contents };
   // A live step-mode run: the ranks as they are now (what the stepper's buttons act on), folded once.
   const live = run?.step && !store.state.final ? (cursor === log.length - 1 ? state : liveState()) : null;
-  renderRunPill($("#run-status"), { run, log, connection: connectionState, note: stepNote(live) });
+  renderPill(live);
   renderNow($("#now"), state);
   renderStepperPanel(state, live);
   drawPanels(panels, state, ctx);
@@ -96,6 +97,15 @@ function render() {
   if (host.writeUrl && lesson) writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
              seq: cursor >= 0 ? log[cursor].seq : null });
 }
+
+function renderPill(live = null) {
+  const { run, log } = store.state;
+  const note = stepNote(live) ?? hangCountdown(run, log, liveStatus(log)?.status);
+  renderRunPill($("#run-status"), { run, log, connection: connectionState, note });
+}
+
+// A quiet running run counts its seconds towards the hang timeout in the pill (nothing else changes).
+setInterval(() => { if (store.state.run && !store.state.final && !store.state.run.step) renderPill(); }, 1000);
 
 /** " · 3 ranks at gates" in the header pill while a step-mode run waits for its user. */
 function stepNote(live) {

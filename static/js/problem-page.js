@@ -5,12 +5,14 @@
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
  * in localStorage per problem. Submissions go through the fair queue; while one waits, its position shows,
  * and Cancel takes it out of the queue or stops its judging.
- * The page's words are in the interface's language and drawn again when it changes; the statement, the
- * checks' names and details are the problem's own (English) and say so with lang="en".
+ * The page's words are in the interface's language and drawn again when it changes. The problem's own
+ * words — its title, statement, function docs, the checks' names and details — come in the languages
+ * the problem has (statement.<lang>.md, texts.<lang>.json); where it lacks the current one they stay
+ * English and say so with lang="en".
  */
 
 import { fill, h } from "paralab/dom.js";
-import { t, tServer } from "paralab/i18n.js";
+import { currentLang, t, tServer } from "paralab/i18n.js";
 import { api, clock, errorText, showWords } from "paralab/lab.js";
 import { renderMarkdown } from "paralab/markdown.js";
 import { highlightPython } from "paralab/views/python.js";
@@ -30,9 +32,22 @@ export async function startProblemPage(root) {
   const draftKey = `paralab:draft:${id}`;
 
   const problem = await api("GET", `/api/problems/${id}`);
-  const statement = root.querySelector(".statement");
-  statement.innerHTML = renderMarkdown(problem.statement);
-  Object.assign(statement, { lang: "en", translate: false });   // statement.en.md: the problem's own words
+  problemTexts = problem.texts || {};
+  const showProblemWords = () => {
+    const lang = currentLang();
+    const own = problem.statements?.[lang];
+    const statement = root.querySelector(".statement");
+    statement.innerHTML = renderMarkdown(own ?? problem.statement);
+    Object.assign(statement, { lang: own ? lang : "en", translate: false });
+    const title = root.querySelector(".problem-statement h1");
+    Object.assign(title, problemsWords(problem.title, problemTexts[lang]?.title));
+    root.querySelectorAll(".functions li").forEach((item, i) => {
+      const f = problem.functions[i];
+      if (f) Object.assign(item.querySelector("p"), problemsWords(f.doc, problemTexts[lang]?.functions?.[f.name]));
+    });
+  };
+  showProblemWords();
+  document.addEventListener("paralab:lang", showProblemWords);
 
   const paint = () => {
     highlight.innerHTML = highlightPython(input.value).join("\n") + "\n ";
@@ -149,7 +164,27 @@ function verdictLine(submission) {
 }
 
 const num = (v) => (typeof v === "number" ? Number(v.toPrecision(6)).toString() : String(v));
-const problemsOwn = (tag, attrs, text) => h(tag, { ...attrs, lang: "en" }, text);   // the harness's words
+let problemTexts = {};       // the problem's texts.<lang>.json, by language
+
+/** A text of the problem's in the current language where it has one, else English marked so. */
+function problemsWords(english, translated) {
+  return translated ? { textContent: translated, lang: currentLang() } : { textContent: english, lang: "en" };
+}
+
+/** A check's name or detail: the problem's translation of it; a detail the checker extended with
+ * " — what differed" keeps that part as it came. */
+function ownText(english) {
+  const words = problemTexts[currentLang()]?.text || {};
+  if (words[english]) return problemsWords(english, words[english]);
+  const cut = english.indexOf(" — ");
+  const head = cut < 0 ? null : words[english.slice(0, cut)];
+  return head ? problemsWords(english, `${head} — ${english.slice(cut + 3)}`) : problemsWords(english, null);
+}
+
+function problemsOwn(tag, attrs, text) {                 // the harness's words
+  const { textContent, lang } = ownText(text);
+  return h(tag, { ...attrs, lang }, textContent);
+}
 
 /** The calls a communication check expected or saw, in the harness's words ("nothing" is the page's). */
 const calls = (list) => (list?.length ? problemsOwn("dd", {}, list.join("; ")) : h("dd", {}, t("nothing")));

@@ -2,6 +2,12 @@
  * A learner's progress through the course, kept in this browser (localStorage "paralab:progress"):
  * for each lesson, whether a run of it was seen to the end, and which of its self-check questions were
  * opened. The lesson page records; the index shows it on each card and for the whole course.
+ *
+ * In the hosted lab it is kept per account too (GET/PUT /api/progress): the first time a page asks
+ * (`syncProgress`), the account's progress and this browser's are merged both ways — what was done
+ * here before signing in is added to the account, not lost — and each later change is sent. Progress
+ * only grows: a run seen stays seen, an answered question stays answered. In the lecture mode the
+ * server answers 404 and progress stays in the browser.
  */
 
 import { t } from "paralab/i18n.js";
@@ -17,14 +23,58 @@ function load() {
   }
 }
 
-function update(lessonId, change) {
-  const all = load();
-  const before = JSON.stringify(all[lessonId] || {});
-  all[lessonId] = change({ ran: false, answered: [], questions: 0, ...all[lessonId] });
-  if (JSON.stringify(all[lessonId]) === before) return;
+function save(all) {
   try {
     localStorage.setItem(KEY, JSON.stringify(all));
   } catch { /* private mode: progress is not kept */ }
+}
+
+const EMPTY = { ran: false, answered: [], questions: 0 };
+
+function merged(a = EMPTY, b = EMPTY) {
+  return { ran: Boolean(a.ran || b.ran), answered: [...new Set([...(a.answered || []), ...(b.answered || [])])].sort((x, y) => x - y),
+    questions: Math.max(a.questions || 0, b.questions || 0) };
+}
+
+async function sendProgress(lessons) {
+  const response = await fetch("/api/progress", {
+    method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ lessons }),
+  });
+  return response.ok ? (await response.json()).lessons : null;
+}
+
+let synced = null;     // the promise of the first merge with the account: true when the server keeps progress
+
+/** Merge this browser's progress with the signed-in account's, once per page; true in the hosted lab. */
+export function syncProgress() {
+  synced ??= (async () => {
+    try {
+      const response = await fetch("/api/progress");
+      if (!response.ok) return false;
+      const account = (await response.json()).lessons;
+      const local = load();
+      const both = {};
+      for (const id of new Set([...Object.keys(account), ...Object.keys(local)])) both[id] = merged(account[id], local[id]);
+      save(both);
+      if (JSON.stringify(both) !== JSON.stringify(Object.fromEntries(Object.keys(both).map((id) => [id, merged(account[id])])))) {
+        await sendProgress(both).catch(() => null);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  return synced;
+}
+
+function update(lessonId, change) {
+  const all = load();
+  const before = JSON.stringify(all[lessonId] || {});
+  all[lessonId] = change({ ...EMPTY, ...all[lessonId] });
+  if (JSON.stringify(all[lessonId]) === before) return;
+  save(all);
+  const lesson = { [lessonId]: all[lessonId] };
+  syncProgress().then((perAccount) => perAccount && sendProgress(lesson)).catch(() => null);
 }
 
 /** A run of this lesson was seen to its end (done). */

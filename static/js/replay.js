@@ -221,14 +221,19 @@ export function activity(rs, state) {
   if (open && open.kind === "p2p") return { kind: "p2p", text: outer + p2pCall(open.op, open.peer), label: open.label };
   const last = rs.last;
   if (!last) return { kind: "idle", text: state.run.status === "queued" ? t("queued") : t("not started") };
-  if (state.final) {
-    return { kind: "finished", text: state.run.status === "done" ? t("finished") : t("stopped ({status})", { status: t(state.run.status) }) };
-  }
+  if (state.final) return finalActivity(rs, state);
   if (last.kind === "check") return { kind: "check", text: t(last.passed ? "checked {name}: passed" : "checked {name}: FAILED", { name: last.name }) };
   if (last.kind === "tensor") return { kind: "tensor", text: t("has {name}", { name: last.name }) };
   if (last.kind === "metric") return { kind: "metric", text: t("reported {name}", { name: last.name }) };
   if (last.phase === "end") return { kind: "idle", text: t("finished {name}", { name: last.name || last.op }) };
   return { kind: "idle", text: t("working") };
+}
+
+/** How a rank ended: a rank that reached the end of its program finished, even in a run that failed
+ *  because of another rank (it only waited, then was stopped with the rest). */
+function finalActivity(rs, state) {
+  if (state.run.status === "done" || rs.finished) return { kind: "finished", text: t("finished") };
+  return { kind: "finished", text: t("stopped ({status})", { status: t(state.run.status) }) };
 }
 
 /** "send to rank 1", "recv from rank 0", "recv from any rank", with " (tag 2)" when the tag is not 0. */
@@ -293,9 +298,15 @@ export function formatNumber(x) {
   return Number(x.toPrecision(4)).toString();
 }
 
-/** "rank 2" or "ranks 0, 1, 3", in the interface's language. */
+/** "rank 2", "ranks 0 and 1" or "ranks 0, 1 and 3", in the interface's language. */
 export function rankList(ranks) {
-  return tPlural(ranks.length, "rank {ranks}", "ranks {ranks}", { ranks: ranks.join(", ") || "–" });
+  return tPlural(ranks.length, "rank {ranks}", "ranks {ranks}", { ranks: andList(ranks) || "–" });
+}
+
+/** "0, 1 and 3": a list in a sentence (the separators translated). */
+export function andList(items) {
+  if (items.length < 2) return items.join("");
+  return items.slice(0, -1).join(t(", ")) + t(" and ") + items[items.length - 1];
 }
 
 const GROUPED = new Intl.NumberFormat("en-US");   // one formatter: toLocaleString makes one per call

@@ -115,6 +115,12 @@ def test_thirty_submissions_at_once_are_judged_fairly_within_quotas(lab):
             assert [sid for _, sid in started] == order[:-1]          # judged in exactly the order shown
             assert all(done[sid]["status"] == "refused" and "importing 'os'" in done[sid]["reason"] for sid in order[:-1])
             assert admin.get(f"/api/submissions/{first['id']}").json()["status"] == "passed"
+            # the problems page says where each learner stands, and which lesson teaches each problem
+            page = clients["early"].get("/problems").text
+            assert 'data-problem="ring_allreduce" data-standing="solved"' in page
+            assert 'data-problem="pp_1f1b_loop" data-standing="not tried"' in page
+            assert 'data-problem="ring_allreduce" data-standing="tried"' in clients["s1"].get("/problems").text
+            assert 'Learn it first: <a href="/lessons/ring_allreduce"' in page
             assert admin.post(f"/api/admin/submissions/{first['id']}/cancel").status_code == 409   # judged already
 
             # a real wrong solution: the failing check carries the values that differ

@@ -93,7 +93,7 @@ def test_the_hosted_lab_in_chinese(server_factory, page: Page, admin_page: Page)
 
     # Back in English, the verdict, the checks and the history are drawn in English again.
     page.get_by_role("button", name=re.compile("English")).click()
-    expect(page.locator(".verdict-status")).to_have_text("Passed — all 2 checks")
+    expect(page.locator(".verdict-status")).to_have_text("Passed — all 3 checks")     # sum, communication, traffic
     expect(page.locator(".check-list")).not_to_contain_text(CHINESE)
     expect(page.locator(".history")).not_to_contain_text(CHINESE)
     expect(page.locator(".history li").first).to_contain_text("passed")

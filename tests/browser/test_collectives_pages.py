@@ -179,3 +179,15 @@ def test_ring_steps_show_chunks_moving_between_neighbours(page: Page, server):
     page.keyboard.press("End")
     expect(panel.locator(".steps-table")).to_contain_text("2(p−1)")
     expect(panel.locator(".step-chip")).to_have_count(6)
+
+
+def test_a_delivered_chunk_shows_the_values_its_recv_got(page: Page, server):
+    run = server.run("ring_allreduce", 4, {"algorithm": "ring"})
+    assert run["status"] == "done", run["error"]
+    events = events_of(server, run["id"])
+    recv = next(e for e in events if e["kind"] == "p2p" and e["op"] == "recv" and e["phase"] == "end"
+                and e["label"].startswith("reduce-scatter step 1"))
+    got = " · ".join(f"{v:g}" for v in recv["tensors"][0]["preview"][0][:4])
+    page.goto(f"{server.url}/lessons/ring_allreduce?run={run['id']}&seq={recv['seq']}")
+    label = page.locator("#ring-panel .arrow-label").filter(has_text=f"c{recv['chunk']}: {got}")
+    expect(label).to_have_count(1)

@@ -83,6 +83,18 @@ def test_torchs_wrong_grid_is_corrected_and_said_so(page: Page, server):
         expect(f_blocks(page, rank)).to_have_count(8)
 
 
+def test_the_schedule_choice_separates_paralabs_engine_from_torchs(page: Page, server):
+    page.goto(f"{server.url}/lessons/pp")
+    select = page.get_by_label("schedule", exact=True)
+    own = select.locator('optgroup[label="paralab\'s own engine (engine.py)"] option')
+    torchs = select.locator('optgroup[label="torch.distributed.pipelining"] option')
+    expect(own).to_have_text(["gpipe", "1f1b"])
+    expect(torchs.filter(has_text=re.compile("^GPipe$"))).to_have_count(1)
+    expect(torchs.filter(has_text=re.compile("^gpipe$"))).to_have_count(0)
+    select.select_option("GPipe")
+    expect(page).to_have_url(re.compile(r"schedule=GPipe"))
+
+
 def test_three_d_grid_lights_the_tp_group_of_a_collective(page: Page, server):
     run = server.run("three_d", 8, {"tp": 2, "pp": 2, "dp": 2})
     assert run["status"] == "done", run["error"]

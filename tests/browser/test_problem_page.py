@@ -63,3 +63,32 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     assert page.locator('.check.pass[data-check="sum"]').count() == 1
     assert page.locator('.check.pass[data-check="communication"]').count() == 1
     assert page.locator(".history li").count() == 2
+
+
+def test_a_new_problem_in_chinese_and_its_communication_failure_named(lab, page):
+    """The FSDP-style wrapper, in Chinese: its own title, statement and function docs; an all-reduce
+    where the reduce-scatter belongs fails the communication check, whose detail (in Chinese) names
+    the call and the reference's, and shows the calls expected and performed."""
+    from tests.browser.untranslated import switch_to_chinese
+    page.goto(lab.url + "/login?next=/problems/fsdp_wrapper")
+    page.fill("#sign-in input[name=name]", "ada")
+    page.fill("#sign-in input[name=password]", "ada-pass-1")
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_url("**/problems/fsdp_wrapper")
+    page.wait_for_selector(".statement h3")
+    assert page.locator(".statement h3").inner_text().startswith("An FSDP-style wrapper")
+    switch_to_chinese(page)
+    page.wait_for_selector(".statement[lang=zh] h3")
+    assert page.locator(".statement h3").inner_text().startswith("FSDP 式的封装")
+    assert page.locator(".problem-statement h1").inner_text().startswith("FSDP 式的封装")
+    assert page.locator(".functions li p").first.inner_text().startswith("前向之前")
+
+    page.locator(".editor-input").fill(wrong_solution("fsdp_wrapper/all_reduce_then_slice"))
+    page.click('[data-action="submit"]')
+    page.locator('.verdict-status[data-state="failed"]').wait_for(timeout=90_000)
+    failing = page.locator('.check.fail[data-check="communication"]')
+    detail = failing.locator(".check-detail").inner_text()
+    assert detail.startswith("前向之前一次分片的 all-gather")
+    assert "call 2: all_reduce on dp of [512] where the reference makes reduce_scatter on dp of [512]" in detail
+    assert "reduce_scatter on dp of [512]" in failing.locator("dl.communication dd").first.inner_text()
+    assert page.locator('.check.pass[data-check="gradient shard"]').count() == 1

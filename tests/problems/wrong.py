@@ -32,8 +32,26 @@ MISTAKES = {
     "ring_allreduce/chunk_index": ("ring_allreduce", [
         ("        chunks[(rank - step - 1) % world] += incoming",
          "        chunks[(rank - step) % world] += incoming        # adds into the wrong chunk")]),
+    "fsdp_wrapper/all_reduce_then_slice": ("fsdp_wrapper", [
+        ("    shard = torch.empty(full_grad.numel() // world, dtype=full_grad.dtype)\n"
+         "    dist.reduce_scatter_single(shard, full_grad.contiguous(), group=group)\n",
+         "    total = full_grad.clone()\n"
+         "    dist.all_reduce(total, group=group)                 # right numbers, twice the bytes\n"
+         "    shard = total.chunk(world)[dist.get_rank(group)]\n")]),
+    "moe_dispatch/combine_in_sorted_order": ("moe_dispatch", [
+        ("    out = torch.empty_like(back)\n    out[order] = back\n", "    out = back                                          # forgets to undo the sort\n")]),
+    "moe_dispatch/even_splits": ("moe_dispatch", [
+        ("    dist.all_to_all_single(received, tokens[order], recv.tolist(), send.tolist(), group=group)",
+         "    received = tokens.new_empty(tokens.shape)                # as if every expert got T / world\n"
+         "    dist.all_to_all_single(received, tokens[order], group=group)")]),
+    "ring_attention/average_blocks": ("ring_attention", [
+        ("            out, lse = merge(out, lse, *block_attention(q, kv[0], kv[1], positions(rank), positions(owner)))",
+         "            out_b, lse_b = block_attention(q, kv[0], kv[1], positions(rank), positions(owner))\n"
+         "            out, lse = (out * step + out_b) / (step + 1), torch.logaddexp(lse, lse_b)   # ignores each block's mass")]),
+    "fsdp_wrapper/no_mean": ("fsdp_wrapper", [("    return shard / world", "    return shard")]),
 }
-FILES = {"pp_1f1b_loop/gpipe_order": "wrong_gpipe_order.py", "ring_allreduce/uses_all_reduce": "wrong_uses_all_reduce.py"}
+FILES = {"pp_1f1b_loop/gpipe_order": "wrong_gpipe_order.py", "ring_allreduce/uses_all_reduce": "wrong_uses_all_reduce.py",
+         "ring_attention/all_gather_kv": "wrong_ring_attention_all_gather.py"}
 
 
 def wrong_solution(name: str) -> str:

@@ -97,8 +97,8 @@ def test_missing_ranks():
     report = diagnose(events, 3)
     assert report["mismatch"] == "missing ranks"
     assert (report["group"], report["cseq"], report["missing"]) == ("world", 2, [2])
-    assert report["message"] == ("ranks [0, 1] wait in all_reduce (collective #2 of group 'world'); "
-                                 "ranks [2] never entered it (rank 2 last completed #1 all_reduce)")
+    assert report["message"] == ("ranks 0 and 1 wait in all_reduce (collective #2 of group 'world'); "
+                                 "rank 2 never entered it (rank 2 last completed #1 all_reduce)")
     for rank in "01":
         assert report["ranks"][rank]["world"] == {
             "last_begun": {"cseq": 2, "op": "all_reduce", "shape": [4], "site": f"{SITE}:12"},

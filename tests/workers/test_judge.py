@@ -27,15 +27,22 @@ WRONG_SOLUTIONS = {
     "pp_1f1b_loop/warmup_too_long": {"1F1B order", "activations held"},
     "ring_allreduce/chunk_index": {"sum"},
     "ring_allreduce/uses_all_reduce": {"communication"},
+    "fsdp_wrapper/all_reduce_then_slice": {"communication"},
+    "fsdp_wrapper/no_mean": {"gradient shard"},
+    "moe_dispatch/combine_in_sorted_order": {"combined"},
+    "ring_attention/average_blocks": {"output"},
+    "ring_attention/all_gather_kv": {"communication"},
+    "moe_dispatch/even_splits": {"combined", "tokens at this rank's expert"},
 }
 
 
 def test_the_four_problems_are_listed():
-    assert {"sp_mlp_block", "fg_operators", "pp_1f1b_loop", "ring_allreduce"} <= set(PROBLEMS)
+    assert {"sp_mlp_block", "fg_operators", "pp_1f1b_loop", "ring_allreduce", "fsdp_wrapper",
+            "moe_dispatch", "ring_attention"} <= set(PROBLEMS)
 
 
 @needs_sandbox
-@pytest.mark.timeout(400)        # twelve judgments, two at a time: about 60 s on an idle 2-core machine
+@pytest.mark.timeout(600)        # twenty-one judgments, two at a time: about 2 min on an idle 2-core machine
 def test_reference_solutions_pass_and_wrong_ones_fail_the_right_checks():
     jobs = [(p, (PROBLEMS[p].dir / "reference.py").read_text(), None) for p in PROBLEMS]
     jobs += [(name.split("/")[0], wrong_solution(name), must_fail) for name, must_fail in WRONG_SOLUTIONS.items()]
@@ -187,14 +194,56 @@ def test_the_checker_gives_every_rank_all_its_checks_whatever_the_ranks_sent():
     not a report, still has each of its checks — failed — and the reason why."""
     from workers.judge_checker import check
     honest = check("ring_allreduce", [_ring_report(r) for r in range(4)])
-    assert len(honest["checks"]) == 8 and all(c["passed"] for c in honest["checks"]) and not honest["invalid"]
+    assert len(honest["checks"]) == 12 and all(c["passed"] for c in honest["checks"]) and not honest["invalid"]
     forged = '{"outputs": {"sum": {"shape": [12], "dtype": "float32", "values": "all good"}}, "calls": []}'
     checked = check("ring_allreduce", [_ring_report(0), None, forged, "[kind: check, passed: true]"])
     by_rank = {(c["rank"], c["name"]): c["passed"] for c in checked["checks"]}
-    assert sorted(by_rank) == [(r, n) for r in range(4) for n in ("communication", "sum")]
+    assert sorted(by_rank) == [(r, n) for r in range(4) for n in ("communication", "sum", "traffic")]
     assert by_rank[(0, "sum")] and not any(by_rank[(r, "sum")] for r in (1, 2, 3))
     assert "output 'sum': its values do not fill its shape [12]" in checked["invalid"][2]
     assert "it is not JSON" in checked["invalid"][3]
+
+
+def test_reported_calls_the_wire_did_not_carry_fail_the_traffic_check():
+    """The calls come from inside the learner's process; the bytes on the sandbox's loopback from the
+    kernel: a report claiming more than crossed the wire fails "traffic", whatever its numbers."""
+    from workers.judge_checker import check
+    reports = [_ring_report(r) for r in range(4)]
+    from workers.problems.ring_allreduce.harness import N_PER_RANK
+    claimed = 4 * 6 * N_PER_RANK * 4                                  # four ranks, six sends of a float32 chunk each
+    carried = {c["rank"]: c for c in check("ring_allreduce", reports, wire_bytes=claimed + 3000)["checks"]
+               if c["name"] == "traffic"}
+    quiet = [c for c in check("ring_allreduce", reports, wire_bytes=2744)["checks"] if c["name"] == "traffic"]
+    assert sorted(carried) == [0, 1, 2, 3] and all(c["passed"] for c in carried.values())
+    assert len(quiet) == 4 and not any(c["passed"] for c in quiet)
+    assert f"send {claimed} bytes; the kernel counted 2744" in quiet[0]["detail"]
+    assert "not all made" in quiet[0]["detail"]
+
+
+@needs_sandbox
+def test_a_forged_list_of_calls_fails_on_the_bytes_the_wire_carried():
+    """The ring's sum computed in one process and the reference's sends written into the rank's
+    list of calls: the numbers and the reported pattern pass, the traffic measured outside does not."""
+    verdict = judge("ring_allreduce", (REPO / "tests/problems/attack_forge_calls.py").read_text())
+    by_name = {c["name"]: c for c in verdict.checks}
+    assert verdict.status == "failed" and by_name["sum"]["passed"] and by_name["communication"]["passed"]
+    assert not by_name["traffic"]["passed"] and "not all made" in by_name["traffic"]["detail"]
+
+
+def test_the_communication_check_names_the_first_call_that_differs_and_the_bytes():
+    """An all-reduce where the reference reduce-scatters: the check says which call, what the
+    reference makes there, and how many bytes each sent (the ring's 2(p−1)/p against (p−1)/p)."""
+    from workers.problems.checks import communication
+    gather = {"kind": "collective", "op": "all_gather", "group": "dp", "shape": [128], "peer": None}
+    made = [gather, {**gather, "op": "all_reduce", "shape": [512]}]
+    wanted = [("all_gather", "dp", [128]), ("reduce_scatter", "dp", [512])]
+    row = communication(0, made, wanted, "the pattern", world=4)
+    assert not row["passed"]
+    assert ("call 2: all_reduce on dp of [512] where the reference makes reduce_scatter on dp of [512]; "
+            "it sent 4608 bytes, the reference 3072") in row["detail"]
+    assert communication(0, made[:1], wanted, "the pattern", world=4)["detail"].endswith(
+        "call 2: the reference makes reduce_scatter on dp of [512], this rank made nothing more; it sent 1536 bytes, the reference 3072")
+    assert communication(0, [gather, {**made[1], "op": "reduce_scatter"}], wanted, "the pattern", world=4)["passed"]
 
 
 @pytest.mark.parametrize("report, why", [
@@ -212,3 +261,20 @@ def test_a_report_is_data_and_anything_else_is_refused_saying_why(report, why):
     with pytest.raises(ReportError) as refused:
         decode(report)
     assert why in str(refused.value)
+
+
+def test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and_lines():
+    """A ring whose last rank skips its send/recv: ranks 0–2 block in send; the judge stops them
+    within seconds (not gloo's 30 s) and says who waits in which call at which line of the learner's
+    file, and that rank 3 finished; the traffic of calls that never completed is not held against it."""
+    code = (REPO / "tests/problems/deadlock_ring.py").read_text()
+    send_line = next(n for n, line in enumerate(code.splitlines(), 1) if "dist.send(" in line)
+    verdict = judge("ring_allreduce", code)
+    assert verdict.status == "failed"
+    first, *ranks = verdict.reason.splitlines()
+    assert first.startswith("the ranks are deadlocked: ranks 0, 1 and 2 sat inside a call"), first
+    for rank in (0, 1, 2):
+        assert ranks[rank].startswith(f"rank {rank}: waits in send to rank {rank + 1} at your line {send_line}: dist.send(")
+    assert ranks[3].startswith("rank 3: finished its program")
+    traffic = next(c for c in verdict.checks if c["name"] == "traffic")
+    assert traffic["passed"] and "hung inside calls" in traffic["detail"]

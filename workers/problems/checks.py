@@ -6,9 +6,11 @@ rank's tracer recorded against the calls the technique makes. Each returns one c
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
+from workers.cost_model import wire_bytes
 from workers.lab import furthest_from_reference
 
 
@@ -42,17 +44,64 @@ def fact(rank: int, name: str, passed: bool, detail: str, expected: list[str], p
     return row(rank, name, passed, detail, expected=expected, performed=performed)
 
 
-def performed(calls: list[dict], kinds=("collective",)) -> list[tuple]:
-    """(op, group, shape) of each traced call, in order."""
-    return [(c["op"], c["group"], list(c["shape"])) for c in calls if c["kind"] in kinds]
+P2P = ("send", "recv")
+ELEMENT_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2}
 
 
-def describe(calls: list[tuple]) -> list[str]:
-    return [f"{op} on {group} of {list(shape)}" for op, group, shape in calls]
+@dataclass(frozen=True)
+class Call:
+    """One collective or send/recv as the pattern compares it: what, on which group, of what shape,
+    to or from whom (send/recv only), in what dtype."""
+    op: str
+    group: str
+    shape: tuple
+    peer: int | None = None
+    dtype: str = "float32"
+
+    def wire_bytes(self, world: int) -> int:
+        """What this rank sends on the wire for the call (workers/cost_model.py's factors); an
+        all-gather's size is its output, `world` times the shard it is given."""
+        size = math.prod(self.shape) * ELEMENT_BYTES.get(self.dtype, 4) * (world if self.op == "all_gather" else 1)
+        return wire_bytes(self.op, world, size)
+
+    def __str__(self) -> str:
+        where = f" {'to' if self.op == 'send' else 'from'} rank {self.peer}" if self.op in P2P else f" on {self.group}"
+        dtype = "" if self.dtype == "float32" else f" {self.dtype}"
+        return f"{self.op}{where} of {list(self.shape)}{dtype}"
 
 
-def communication(rank: int, calls: list[dict], expected: list[tuple], detail: str) -> dict:
-    """The collectives this rank made against those expected, in order."""
-    made = performed(calls)
-    wanted = [(op, group, list(shape)) for op, group, shape in expected]
-    return fact(rank, "communication", made == wanted, detail, describe(wanted), describe(made))
+def performed(calls: list[dict], kinds=("collective",)) -> list[Call]:
+    """Each traced call of these kinds, in order."""
+    return [Call(c["op"], c["group"], tuple(c["shape"]), c.get("peer") if c["op"] in P2P else None,
+                 c.get("dtype") or "float32") for c in calls if c["kind"] in kinds]
+
+
+def describe(calls: list[Call]) -> list[str]:
+    return [str(c) for c in calls]
+
+
+def first_difference(made: list[Call], wanted: list[Call]) -> str | None:
+    """Where the calls part from the reference's, in words: "call 2: all_reduce on dp of [512] where
+    the reference makes reduce_scatter on dp of [512]", a call missing, or one too many."""
+    for i, (got, want) in enumerate(zip(made, wanted), start=1):
+        if got != want:
+            return f"call {i}: {got} where the reference makes {want}"
+    if len(made) < len(wanted):
+        return f"call {len(made) + 1}: the reference makes {wanted[len(made)]}, this rank made nothing more"
+    if len(made) > len(wanted):
+        return f"call {len(wanted) + 1}: {made[len(wanted)]}, which the reference does not make"
+    return None
+
+
+def communication(rank: int, calls: list[dict], expected: list[tuple], detail: str, world: int,
+                  kinds=("collective",)) -> dict:
+    """The rank's calls against the reference's pattern: the sequence of calls (op, group, shape,
+    peer, dtype) and the bytes this rank sent. Fails naming the first call that differs."""
+    made = performed(calls, kinds)
+    wanted = [c if isinstance(c, Call) else Call(c[0], c[1], tuple(c[2]), *c[3:]) for c in expected]
+    sent, reference_sent = (sum(c.wire_bytes(world) for c in cs) for cs in (made, wanted))
+    difference = first_difference(made, wanted)
+    if difference and sent != reference_sent:
+        difference += f"; it sent {sent} bytes, the reference {reference_sent}"
+    return row(rank, "communication", difference is None, detail if difference is None else f"{detail} — {difference}",
+               expected=describe(wanted), performed=describe(made), bytes_sent=sent, reference_bytes_sent=reference_sent)

@@ -4,7 +4,8 @@ side that refuse anything else.
 
     {"outputs": {"output Y": {"shape": [8, 16], "dtype": "float32", "values": [...]},
                  "1F1B order": ["0F0", "0F1", ...], "activations held": 3},
-     "calls": [{"kind": "collective", "op": "all_reduce", "group": "tp", "shape": [8, 16], "peer": null}, ...],
+     "calls": [{"kind": "collective", "op": "all_reduce", "group": "tp", "shape": [8, 16], "peer": null,
+                "dtype": "float32"}, ...],
      "error": "ZeroDivisionError: division by zero (your line 7: 1 / 0)"}      (only when it failed)
 
 Torch-free to import; `encode` and `decode` import torch when called.
@@ -32,10 +33,14 @@ class Report:
     outputs: dict[str, object] = field(default_factory=dict)   # name → tensor, or a fact (str, number, list)
     calls: list[dict] = field(default_factory=list)             # the begin of each traced call, in order
     error: str | None = None
+    hung: bool = False                                          # stopped by the judge inside a call
 
 
-def encode(outputs: dict, calls: list[dict], error: str | None = None) -> bytes:
-    """The report of one rank (tensors become shape, dtype and values)."""
+def encode(outputs: dict, calls: list[dict], error: str | None = None, trace: list[dict] | None = None,
+           hung: bool = False) -> bytes:
+    """The report of one rank (tensors become shape, dtype and values). `trace` (each call begun and
+    ended, with the learner's line) and `hung` (written when the runner found the rank stuck) serve
+    the hang report only: no check reads them."""
     import torch
 
     def value(v):
@@ -48,9 +53,13 @@ def encode(outputs: dict, calls: list[dict], error: str | None = None) -> bytes:
         return v
 
     body = {"outputs": {name: value(v) for name, v in outputs.items()},
-            "calls": [{k: c.get(k) for k in ("kind", "op", "group", "shape", "peer")} for c in calls]}
+            "calls": [{k: c.get(k) for k in ("kind", "op", "group", "shape", "peer", "dtype")} for c in calls]}
     if error is not None:
         body["error"] = error[:MAX_TEXT]
+    if trace is not None:
+        body["trace"] = trace
+    if hung:
+        body["hung"] = True
     return json.dumps(body).encode()
 
 
@@ -70,7 +79,7 @@ def decode(data: bytes) -> Report:
     if len(body["calls"]) > MAX_CALLS:
         raise ReportError(f"it lists over {MAX_CALLS} calls")
     return Report({_text(name): _output(name, v) for name, v in body["outputs"].items()},
-                  [_call(c) for c in body["calls"]], error and error[:MAX_TEXT])
+                  [_call(c) for c in body["calls"]], error and error[:MAX_TEXT], body.get("hung") is True)
 
 
 def _text(value) -> str:
@@ -116,4 +125,4 @@ def _call(call) -> dict:
     if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape) or not (peer is None or isinstance(peer, int)):
         raise ReportError("a call's shape or peer is malformed")
     return {"kind": call["kind"], "op": _text(call.get("op")), "group": _text(call.get("group") or ""),
-            "shape": shape, "peer": peer}
+            "shape": shape, "peer": peer, "dtype": _text(call.get("dtype") or "float32")}

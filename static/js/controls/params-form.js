@@ -21,11 +21,27 @@ export function asBoolean(value) {
   return Boolean(value);
 }
 
+/** A select's options in labelled groups when the schema says so ("x-enum-groups": {label: [values]},
+ *  the values of no group under "x-enum-rest"): pp's `gpipe` (paralab's engine) and `GPipe` (torch's)
+ *  must not read as twins. Null for a plain enum. */
+function enumGroups(prop) {
+  const named = prop["x-enum-groups"];
+  if (!named) return null;
+  const grouped = new Set(Object.values(named).flat());
+  const groups = Object.entries(named).map(([label, values]) => [label, values.filter((v) => prop.enum.includes(v))]);
+  const rest = prop.enum.filter((v) => !grouped.has(v));
+  if (rest.length) groups.push([prop["x-enum-rest"] || "other", rest]);
+  return groups.filter(([, values]) => values.length);
+}
+
 function control(name, prop, value) {
   const id = `param-${name}`;
   const common = { id, name, "aria-describedby": `help-${name} error-${name}` };
   if (prop.enum) {
-    return h("select", common, prop.enum.map((v) => h("option", { value: String(v), selected: String(v) === String(value) }, String(v))));
+    const option = (v) => h("option", { value: String(v), selected: String(v) === String(value) }, String(v));
+    const groups = enumGroups(prop);
+    return h("select", common, groups ? groups.map(([label, values]) => h("optgroup", { label: t(label) }, values.map(option)))
+      : prop.enum.map(option));
   }
   if (prop.type === "integer" || prop.type === "number") {
     return h("input", { ...common, type: "number", inputmode: "numeric", value: value ?? "", required: true,

@@ -1,5 +1,6 @@
 /**
- * The collective at the cursor, drawn as data moving between ranks (layout from collective-layout.js).
+ * The collective at the cursor, drawn as data moving between ranks (layout from collective-layout.js;
+ * a small one by its numbers, collective-values.js).
  * While some ranks have not arrived, the others wait; once all have, the data moves (looping, so a
  * lecturer can talk over it); ranks that have finished show their outputs. Derived from the log only.
  */
@@ -9,7 +10,8 @@ import { rankColour, SUM_COLOUR } from "paralab/palette.js";
 import { t } from "paralab/i18n.js";
 import { formatBytes, parseSite, rankList } from "paralab/replay.js";
 import { gridImage, sharedLimit } from "paralab/views/heatmap.js";
-import { layoutCollective, OP_STORY } from "paralab/views/collective-layout.js";
+import { layoutCollective, OP_STORY, phaseOf } from "paralab/views/collective-layout.js";
+import { drawValues, valuePlan } from "paralab/views/collective-values.js";
 
 const CYCLE_S = 2.6;
 const TIMING = {   // when in each cycle a packet travels (keyTimes/keyPoints of animateMotion)
@@ -117,7 +119,9 @@ export function renderCollective(container, state) {
     fill(container, h("p", { class: "empty" }, "No collective yet at this step. Step forward (→) to reach one."));
     return;
   }
-  const layout = layoutCollective(c, { width, rem });
+  const plan = valuePlan(c, { width, rem });     // small enough to draw by its numbers
+  const layout = plan ? { phase: phaseOf(c) } : layoutCollective(c, { width, rem });
+  const drawing = plan ? drawValues(plan, c, layout.phase, { width, rem }) : drawCollective(layout, c, rem);
   const site = parseSite(c.site);
   const bytes = c.begins.get(c.ranks[0])?.bytes ?? c.bytes;
   fill(container,
@@ -129,5 +133,5 @@ export function renderCollective(container, state) {
         site ? ` · ${site.path.split("/").pop()}:${site.line}` : "",
         state.event?.kind === "collective" ? "" : ` · ${t("(the last collective before this step)")}`)),
     h("p", { class: ["phase-line", `phase-${layout.phase.name}`], "aria-live": "polite" }, phaseSentence(layout, c)),
-    h("div", { class: "collective-drawing" }, drawCollective(layout, c, rem)));
+    h("div", { class: "collective-drawing" }, drawing));
 }

@@ -5,7 +5,7 @@
  * The canvas carries what it drew (`canvas.heatmap`) so the hover control can name any cell's value.
  */
 
-import { h } from "paralab/dom.js";
+import { h, remPx } from "paralab/dom.js";
 import { t } from "paralab/i18n.js";
 import { heatColour, rankColour } from "paralab/palette.js";
 
@@ -46,7 +46,8 @@ export function wholeRegion(tensor, rank = null) {
  * `box`: {maxW, maxH, maxCell} in CSS px. `outline`: stroke each region in its rank's colour.
  */
 export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline = false, runId = null, label = name }) {
-  const cell = Math.min(box.maxCell, box.maxW / cols, box.maxH / rows);
+  const small = rows * cols <= READABLE_CELLS && regions.every((region) => region.tensor?.exact);
+  const cell = Math.min(small ? Math.max(box.maxCell, READABLE_CELL_REM * remPx()) : box.maxCell, box.maxW / cols, box.maxH / rows);
   const width = Math.max(1, Math.round(cols * cell));
   const height = Math.max(1, Math.round(rows * cell));
   const dpr = window.devicePixelRatio || 1;
@@ -57,6 +58,7 @@ export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline =
   });
   const g = canvas.getContext("2d");
   g.scale(dpr, dpr);
+  const cells = [];
   const px = width / cols;
   const py = height / rows;
 
@@ -75,10 +77,12 @@ export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline =
     const cw = (region.cols / pc) * px;
     for (let i = 0; i < pr; i++) {
       for (let j = 0; j < pc; j++) {
-        g.fillStyle = heatColour(cellValue(grid[i][j]), limit);
+        const v = cellValue(grid[i][j]);
+        g.fillStyle = heatColour(v, limit);
         const x = region.c0 * px + j * cw;
         const y = region.r0 * py + i * ch;
         g.fillRect(Math.floor(x), Math.floor(y), Math.ceil(cw + x - Math.floor(x)), Math.ceil(ch + y - Math.floor(y)));
+        if (small) cells.push({ v, x, y, cw, ch });
       }
     }
   }
@@ -97,8 +101,37 @@ export function heatmapCanvas({ name, rows, cols, regions, limit, box, outline =
                    Math.max(0, region.cols * px - 2 * inset), Math.max(0, region.rows * py - 2 * inset));
     }
   }
+  if (small && writeNumbers(g, cells, limit)) canvas.dataset.numbers = "shown";
   canvas.heatmap = { name, rows, cols, regions, runId, valueAt: (r, c) => valueAt(regions, r, c) };
   return canvas;
+}
+
+/** A tensor of at most this many cells, known exactly, gets cells READABLE_CELL_REM wide, each with
+ *  its number: readable from the back of a hall, no hover. */
+const READABLE_CELLS = 64;
+const READABLE_CELL_REM = 3.2;
+const SMALLEST_NUMBER_REM = 0.55;
+
+/** Every cell's number in one format and size that fits the narrowest cell (integers as they are, else
+ *  two decimals, one from 10 up), in white on dark colours; none at all when they would be too small
+ *  to read (then false): a heatmap with numbers in some cells only would mislead. */
+function writeNumbers(g, cells, limit) {
+  if (!cells.length) return false;
+  const integers = cells.every(({ v }) => Number.isInteger(v));
+  const format = (v) => (!Number.isFinite(v) ? String(v) : integers ? String(v) : v.toFixed(limit >= 10 ? 1 : 2));
+  const base = 0.8 * remPx();
+  g.font = `700 ${base}px "JetBrains Mono", ui-monospace, monospace`;
+  const widest = Math.max(...cells.map(({ v }) => g.measureText(format(v)).width));
+  const size = Math.min(base, ...cells.map(({ cw, ch }) => Math.min(0.55 * ch, (base * (cw - 4)) / widest)));
+  if (size < SMALLEST_NUMBER_REM * remPx()) return false;
+  g.font = `700 ${size}px "JetBrains Mono", ui-monospace, monospace`;
+  g.textAlign = "center";
+  g.textBaseline = "middle";
+  for (const { v, x, y, cw, ch } of cells) {
+    g.fillStyle = Math.abs(v) / limit > 0.55 ? "#ffffff" : "#0f172a";
+    g.fillText(format(v), x + cw / 2, y + ch / 2);
+  }
+  return true;
 }
 
 function valueAt(regions, r, c) {

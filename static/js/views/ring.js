@@ -218,7 +218,8 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
       parts.push(cache.get(`packet${JSON.stringify([d, colour, label, idx, rem])}`, () => packet(d, colour, label, idx, rem)));
     } else if (a.status === "delivered" && a.chunk !== null) {
       const mid = midpoint(d);
-      parts.push(leaf("text", { x: mid[0] + 0.5 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label", fill: colour }, `c${a.chunk}`));
+      parts.push(leaf("text", { x: mid[0] + 0.5 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label", fill: colour },
+        `c${a.chunk}${receivedValues(a.recv)}`));
     } else if (a.status === "waiting") {
       const mid = midpoint(d);
       parts.push(leaf("text", { x: mid[0] + 1.6 * rem, y: mid[1], "dominant-baseline": "central", class: "arrow-label waiting" },
@@ -247,6 +248,13 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   ].filter(Boolean));
   cache.done();
   return true;
+}
+
+/** ": 3 · 5", the values a finished recv got (its end's preview), or "" before it ends or without one. */
+function receivedValues(recv, most = 4) {
+  const values = (recv?.end?.tensors?.[0]?.preview || []).flat().map(cellValue);
+  if (!values.length) return "";
+  return `: ${values.slice(0, most).map(show).join(" · ")}${values.length > most ? " …" : ""}`;
 }
 
 /** A chunk moving along its arrow, again and again (each arrow's a little later than the one before). */

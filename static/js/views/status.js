@@ -55,9 +55,9 @@ export function renderRunPill(pill, { run, log, connection, note = null }) {
     busy ? h("span", { class: "spinner", "aria-hidden": "true" }) : null,
     h("span", { class: "run-word" }, status === "none" ? "No run yet" : `Run ${WORDS[status] || status}`),
     failed.length ? h("span", { class: "run-checks-failed" }, ` · ${t("{n} checks FAILED", { n: failed.length })}`) : null,
+    note ? h("span", { class: "run-note" }, note) : null,       // before the counts: a narrow header cuts the end
     detail,
     run ? h("span", { class: "run-id", title: t("run {id}", run) }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
-    note ? h("span", { class: "run-note" }, note) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);
 }
 

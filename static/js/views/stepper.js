@@ -21,9 +21,8 @@ function where(site) {
 /** Where one rank stands, for the stepper: {kind, text, detail, site, waiting}. */
 export function rankStep(rs, state) {
   if (rs.error) return { kind: "error", text: t("raised {error}", { error: rs.error.message }) };
-  if (state.final) {
-    return { kind: "finished", text: state.run.status === "done" ? t("finished") : t("stopped (run {status})", { status: t(state.run.status) }) };
-  }
+  if (state.final && (state.run.status === "done" || rs.finished)) return { kind: "finished", text: t("finished") };
+  if (state.final) return { kind: "finished", text: t("stopped (run {status})", { status: t(state.run.status) }) };
   if (rs.finished) return { kind: "finished", text: t("finished"), detail: t("its program is done: it waits for the others") };
   if (rs.gate) {
     const label = rs.gate.label || "";
@@ -70,10 +69,10 @@ function summary(rows) {
     const missing = b.step.missing || [];
     const vars = { rank: b.rank, what: b.step.text, ranks: rankList(missing), detail: b.step.detail };
     parts.push(b.step.call === "collective"
-      ? tPlural(missing.length, "rank {rank} is {what} until {ranks} enters — a collective is a rendezvous",
-        "rank {rank} is {what} until {ranks} enter — a collective is a rendezvous", vars)
+      ? tPlural(missing.length, "rank {rank} is {what} until {ranks} enters", "rank {rank} is {what} until {ranks} enter", vars)
       : t("rank {rank} is {what}, {detail}", vars));
   }
+  if (blocked.some((b) => b.step.call === "collective")) parts[parts.length - 1] += t(" — a collective is a rendezvous");
   if (!parts.length) {
     if (rows.every((r) => r.step.kind === "finished")) return "Every rank has finished.";
     if (rows.some((r) => r.step.kind === "running" || r.step.kind === "inside")) return "The ranks are running to their next call.";

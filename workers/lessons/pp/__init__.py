@@ -6,7 +6,9 @@ from workers.lessons.params import LessonParams, RANK_MAX, SEED_MAX, world_size
 
 class PpParams(LessonParams):
     schedule: str = Field("1f1b", max_length=32, pattern=r"^[A-Za-z0-9_]+$", description=(
-        "gpipe or 1f1b: paralab's own engine; or a schedule torch ships (GPipe, 1F1B, Interleaved1F1B, …)"))
+        "gpipe or 1f1b: paralab's own engine; or a schedule torch ships (GPipe, 1F1B, Interleaved1F1B, …)"),
+        json_schema_extra={"x-enum-groups": {"paralab's own engine (engine.py)": ["gpipe", "1f1b"]},
+                           "x-enum-rest": "torch.distributed.pipelining"})
     microbatches: int = Field(8, ge=1, le=32, description="m, microbatches per step")
     virtual_stages: int = Field(1, ge=1, le=4, description="stages per rank (interleaved and V schedules)")
     delay_ms: float = Field(20.0, ge=0, le=200, description="compute delay of each forward (backward: twice)")

@@ -4,6 +4,7 @@ PROBLEM = Problem(
     id="fg_operators",
     title="Megatron's f and g",
     world_size=4,
+    lesson="tp_mlp",
     functions=(
         Function("CopyToTensorParallel", "class CopyToTensorParallel(torch.autograd.Function): "
                  "forward(ctx, x, group) -> x; backward(ctx, grad) -> (grad_x, None)",

@@ -11,4 +11,4 @@ def verify(rank: int, world: int, outputs: dict, calls: list[dict]) -> list[dict
             compare(rank, outputs, "W2 shard gradient", ref.grads.w2[:, cols], "dL/dW2, this rank's columns"),
             compare(rank, outputs, "input gradient dX", ref.grads.x, "dL/dX after f's backward"),
             communication(rank, calls, [("all_reduce", "tp", [S, H]), ("all_reduce", "tp", [S, H])],
-                          "one all-reduce of [S, H] forward (g) and one backward (f)")]
+                          "one all-reduce of [S, H] forward (g) and one backward (f)", world)]

@@ -4,6 +4,7 @@ PROBLEM = Problem(
     id="sp_mlp_block",
     title="Sequence-parallel MLP block: forward, backward and communication",
     world_size=4,
+    lesson="sp_mlp",
     functions=(
         Function("GatherFromSequenceParallel", "class GatherFromSequenceParallel(torch.autograd.Function): "
                  "forward(ctx, x, group) -> [S, H] from [S/t, H]; backward(ctx, grad) -> (grad_x, None)",
