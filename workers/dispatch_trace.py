@@ -228,6 +228,11 @@ class DispatchLevel:
         self._lock = threading.Lock()
 
     def install(self) -> None:
+        global _installed
+        if _installed is not None:
+            raise RuntimeError("another tracer's dispatch level is installed in this process: uninstall it "
+                               "first (torch keeps one kernel per op and key)")
+        _installed = self
         libraries = {}
         for op, (torch_op, how) in _table().items():
             namespace = torch_op.split(".", 1)[0]
@@ -240,9 +245,12 @@ class DispatchLevel:
 
     def uninstall(self) -> None:
         """Give torch its own kernels back; end the calls whose outputs were never waited on."""
+        global _installed
         for library in self._libraries:
             library._destroy()
         self._libraries = []
+        if _installed is self:
+            _installed = None
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
         for finish in pending:
@@ -341,6 +349,7 @@ def _qualified(op) -> str:
 
 
 _KEY = "BackendSelect"
+_installed: DispatchLevel | None = None   # the process's one dispatch level, while installed
 _BELOW = torch._C.DispatchKey.BackendSelect   # what a kernel removes to reach the op's own
 
 

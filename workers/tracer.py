@@ -182,13 +182,14 @@ class Tracer:
     def install(self, dispatch: bool = True) -> None:
         """Trace from now on: the `dist.*` functions, and (`dispatch`) every collective op torch
         dispatches that no `dist.*` call made (DDP, FSDP2, DTensor, functional collectives)."""
+        if dispatch and self._dispatch is None:
+            from workers.dispatch_trace import DispatchLevel
+            level = DispatchLevel(self)
+            level.install()   # first: it refuses when another tracer's is installed
+            self._dispatch = level
         for name, spec in SPECS.items():
             self._patch(name, self._wrap(name, spec, getattr(c10d, name)))
         self._patch("batch_isend_irecv", self._wrap_batch(c10d.batch_isend_irecv))
-        if dispatch and self._dispatch is None:
-            from workers.dispatch_trace import DispatchLevel
-            self._dispatch = DispatchLevel(self)
-            self._dispatch.install()
 
     def uninstall(self) -> None:
         for (module, name), original in self._originals.items():

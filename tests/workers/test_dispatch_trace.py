@@ -11,6 +11,7 @@ import json
 import threading
 import time
 
+import pytest
 import torch
 import torch.distributed as dist
 
@@ -125,3 +126,12 @@ def test_a_call_never_waited_on_ends_at_uninstall(world):
     funcol.all_reduce(torch.ones(1), "sum", dist.group.WORLD.group_name)
     tracer.uninstall()
     assert [e["phase"] for e in events if "kind" in e] == ["begin", "end"]
+
+
+def test_a_second_tracer_cannot_take_the_kernels_of_the_first(traced):
+    second = Tracer(lambda m: None, 0, time.monotonic)
+    with pytest.raises(RuntimeError, match="another tracer's dispatch level is installed"):
+        second.install()
+    _, emitted = traced
+    dist.group.WORLD.allreduce([torch.ones(1)]).wait()
+    assert phases(emitted.events) == [("begin", "all_reduce"), ("end", "all_reduce")], "the first still records"
