@@ -50,6 +50,13 @@ export const ZH = {
   "Explanation": "讲解",
   "Cost model": "代价模型",
   "Before → after": "之前 → 之后",
+  "DTensor placements": "DTensor 的放置",
+  "what each rank holds of the global tensor, before and after": "每个 rank 持有全局张量的哪一部分：之前与之后",
+  "No DTensor redistribution yet at this step.": "这一步还没有 DTensor 重分布。",
+  "partial sum": "部分和",
+  "all of it": "全部",
+  "before": "之前",
+  "after": "之后",
   "Send / recv, step by step": "逐步 send / recv",
   "every rank against one process": "每个 rank 与单进程结果对比",
   "each rank's shard in place, outlined in its colour; hover for values": "各 rank 的分片放在原位，用其颜色描边；悬停查看数值",
@@ -493,6 +500,9 @@ const ZH_SERVER = [
 
 /** Strings the views build with `t()`, `{name}` standing for what they fill in. */
 export const ZH_BUILT = {
+  // DTensor placements (views/shards.js)
+  "{op} on mesh {mesh}, dimension {axis}: a [{shape}] tensor goes from {before} to {after}.":
+    "{op}，网格 {mesh}，维度 {axis}：形状 [{shape}] 的张量从 {before} 变为 {after}。",
   // what a rank does, and what an event says (replay.js)
   "raised {error}": "抛出 {error}",
   "waits at the gate before {call}": "停在 {call} 之前，等待放行",

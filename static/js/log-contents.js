@@ -17,6 +17,7 @@ export function emptyContents() {
     buckets: false,            // a collective carries a data-parallel bucket
     gated: new Set(),          // the kinds of call ranks stopped before in step mode: "p2p", "collective"
     origins: false,            // a tensor snapshot says which ranks each element came from (`origin`)
+    placements: false,         // a collective of a DTensor redistribution (its event carries `placements`)
     ranks: new Map(),          // rank → "computed" | "communicated after computing"
   };
 }
@@ -45,5 +46,6 @@ export function noteEvent(contents, e) {
   if (e.kind === "collective" && e.phase === "begin") {
     if (contents.ranks.get(e.rank) === "computed") contents.ranks.set(e.rank, "communicated");
     if (bucketOf(e) !== null) contents.buckets = true;
+    if (e.placements) contents.placements = true;
   }
 }

@@ -23,6 +23,7 @@ import { renderNumbers } from "paralab/views/numbers.js";
 import { originNames, renderOrigins } from "paralab/views/origins.js";
 import { PIPELINE_METRICS, renderPipeline } from "paralab/views/pipeline.js";
 import { renderRing, ringNames, RING_METRICS } from "paralab/views/ring.js";
+import { renderShards } from "paralab/views/shards.js";
 import { renderTensors } from "paralab/views/tensors.js";
 import { renderTimeline } from "paralab/views/timeline.js";
 import { renderTopology, TOPOLOGY_METRICS } from "paralab/views/topology.js";
@@ -48,6 +49,9 @@ export const VIEWS = [
     shows: (c) => (c.kinds.has("p2p") || c.gated.has("p2p")) && !c.origins, metrics: RING_METRICS, render: renderRing },
   { id: "collective", title: "Collective", needs: "collective events (or ranks stopped at a gate)",
     shows: (c) => c.kinds.has("collective") || c.gated.has("collective"), render: (el, state) => renderCollective(el, state) },
+  { id: "shards", title: "DTensor placements", note: "what each rank holds of the global tensor, before and after",
+    needs: "collectives of a DTensor redistribution (events with `mesh` and `placements`)",
+    shows: (c) => c.placements, render: (el, state) => renderShards(el, state) },
   { id: "origins", title: "Before → after", note: "every number coloured by the rank(s) it came from; hover a cell to trace it",
     needs: "tensor snapshots with an `origin`", shows: (c) => c.origins, render: renderOrigins },
   { id: "tensors", title: "Tensors", note: "each rank's shard in place, outlined in its colour; hover for values",
