@@ -12,6 +12,8 @@ import pytest
 
 from tests.app.helpers import of_rank, run_all
 
+pytestmark = pytest.mark.timeout(300)   # the module's runs, two at a time: about 100 s on the loaded 2-core machine
+
 DEFAULTS = {"layers": 4, "hidden": 16, "steps": 2}
 CASES = {
     "1": (1, {}), "2": (2, {}), "4": (4, {}), "8": (8, {}),
