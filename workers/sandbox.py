@@ -11,7 +11,8 @@ nobody in a user namespace.
 
 Limits: CPU seconds, address space, file size and core dumps per process by rlimit; the memory of
 the whole job by a memory cgroup where one can be made, else by a watchdog that sums the job's
-resident memory; processes by the pids cgroup where one can be made (else by rlimit); wall-clock
+resident memory; processes by the pids cgroup where one can be made (else by rlimit) — a job whose
+cgroup refused a fork or killed a process for memory is stopped at once; wall-clock
 time by the caller, which kills the sandbox's whole session — as it does at once when the caller's
 `stop` event is set (a submission cancelled while it is judged). Output is read as it comes and
 only its tail kept, so a flood costs the server nothing.
@@ -36,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 CGROUPS = Path("/sys/fs/cgroup")
 CANCELLED = "cancelled"            # the reason a job stopped by its caller's `stop` event gives
 STOP_POLL_S = 0.05                 # how often a running job looks at its `stop` event
-WATCHDOG_POLL_S = 0.25             # how often the memory watchdog sums the job's memory (no cgroup)
+WATCHDOG_POLL_S = 0.25             # how often the job's memory is summed (no cgroup) or its cgroups read
 OUTPUT_TAIL_BYTES = 64 * 1024      # what is kept of each of stdout and stderr (the end)
 NOBODY = 65534
 
@@ -163,6 +164,14 @@ class JobCgroups:
     def hit_memory_limit(self) -> bool:
         return _counter(self.memory, "memory.oom_control", "oom_kill") > 0
 
+    def limit_hit(self, limits: Limits) -> str | None:
+        """The job's limit the kernel has enforced (a fork refused, a process killed), or None."""
+        if self.hit_process_limit():
+            return f"process limit ({limits.processes} processes)"
+        if self.hit_memory_limit():
+            return f"memory limit ({limits.job_memory_mb} MiB)"
+        return None
+
     def remove(self) -> None:
         for cgroup in (self.pids, self.memory):
             if cgroup is not None:
@@ -250,7 +259,7 @@ def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits(),
         finally:
             for fd in pass_fds:
                 os.close(fd)
-        outcome = supervise(process, limits, stop, watch_memory=cgroups.memory is None)
+        outcome = supervise(process, limits, stop, watch_memory=cgroups.memory is None, cgroups=cgroups)
         if outcome.reason != CANCELLED:
             outcome.reason = _reason(process.returncode, outcome.stdout + outcome.stderr, cgroups, limits) \
                 or outcome.reason
@@ -259,18 +268,20 @@ def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits(),
 
 
 def supervise(process: subprocess.Popen, limits: Limits, stop: threading.Event | None,
-              watch_memory: bool = False, keep: int = OUTPUT_TAIL_BYTES) -> Outcome:
+              watch_memory: bool = False, keep: int = OUTPUT_TAIL_BYTES, cgroups: JobCgroups | None = None) -> Outcome:
     """Collect the output of `process`, started in a session of its own, until it ends. Its whole
     process group is killed when it ends, when its wall clock runs out, when (`watch_memory`) its
-    processes together hold more than the job's memory, or as soon as `stop` is set (the sandbox's
-    PID namespace goes with it). Only the last `keep` bytes of each stream are kept."""
+    processes together hold more than the job's memory, when its `cgroups` count a limit hit (a
+    rank killed for memory: the others would wait for it until the clock runs out), or as soon as
+    `stop` is set (the sandbox's PID namespace goes with it). Only the last `keep` bytes of each
+    stream are kept."""
     tails = {"stdout": Tail(keep), "stderr": Tail(keep)}
     readers = [threading.Thread(target=tails[name].read_all, args=(getattr(process, name),), daemon=True)
                for name in tails]
     for reader in readers:
         reader.start()
     try:
-        reason = _wait(process, limits, stop, watch_memory)
+        reason = _wait(process, limits, stop, watch_memory, cgroups)
     finally:
         _kill_group(process.pid)
         process.wait()
@@ -298,7 +309,7 @@ class Tail:
 
 
 def _wait(process: subprocess.Popen, limits: Limits, stop: threading.Event | None,
-          watch_memory: bool) -> str | None:
+          watch_memory: bool, cgroups: JobCgroups | None) -> str | None:
     """Wait for the process itself (not the pipes: a left-over fork may hold them): None when it ends
     by itself, else why it must be stopped."""
     deadline = time.monotonic() + limits.wall_s
@@ -306,10 +317,12 @@ def _wait(process: subprocess.Popen, limits: Limits, stop: threading.Event | Non
     while (left := deadline - time.monotonic()) > 0:
         if stop is not None and stop.is_set():
             return CANCELLED
-        if watch_memory and time.monotonic() >= next_watch:
+        if time.monotonic() >= next_watch:
             next_watch = time.monotonic() + WATCHDOG_POLL_S
-            if tree_memory(process.pid) > limits.job_memory_mb << 20:
+            if watch_memory and tree_memory(process.pid) > limits.job_memory_mb << 20:
                 return f"memory limit ({limits.job_memory_mb} MiB)"
+            if cgroups is not None and (hit := cgroups.limit_hit(limits)):
+                return hit
         try:
             process.wait(timeout=min(left, STOP_POLL_S))
             return None
@@ -356,11 +369,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _reason(code: int, output: str, cgroups: JobCgroups, limits: Limits) -> str | None:
-    if cgroups.hit_process_limit():
-        return f"process limit ({limits.processes} processes)"
-    if cgroups.hit_memory_limit():
-        return f"memory limit ({limits.job_memory_mb} MiB)"
-    return signalled(code, limits) or exhausted(output, limits)
+    return cgroups.limit_hit(limits) or signalled(code, limits) or exhausted(output, limits)
 
 
 def signalled(code: int, limits: Limits) -> str | None:
