@@ -12,6 +12,9 @@ from app.settings import Settings
 from workers.lessons import LESSONS
 
 
+SCRIPT = "script"     # the lesson that runs the user's own program (workers/lessons/script)
+
+
 class RunRejected(Exception):
     """Nothing was started; `detail` is FastAPI's validation-error list (or a sentence)."""
 
@@ -55,6 +58,12 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
     `room`: the lecture room whose presenter starts it (then only the presenter controls it).
     The quota is checked first (a refused user costs nothing more) and again right before the run is
     created: requests that arrive together each wait on the launcher's check in between."""
+    if body.lesson == SCRIPT and (user is not None or room is not None):
+        raise RunRejected(status.HTTP_403_FORBIDDEN, (
+            "a lecture room runs the course's lessons: show your own program with `paralab run FILE.py`"
+            if room is not None else
+            "running your own program is not open in the hosted lab yet (it will run in the judge's sandbox); "
+            "submit it to a problem instead"))
     if user is not None:
         _quota(manager, settings, body, user)
     lesson = LESSONS.get(body.lesson)
