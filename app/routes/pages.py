@@ -28,6 +28,16 @@ def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
     return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
 
 
+@router.get("/playground", response_class=HTMLResponse)
+def playground_page(request: Request, settings: SettingsDep):
+    """One's own program: an editor with starting programs, a world size, Run, then the lesson page's
+    panels (the `script` lesson; `?run=ID` shows a run, as `paralab run` prints)."""
+    from workers.lessons.script import examples
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, "playground.html", {
+        "lesson": LESSONS["script"], "max_ranks": settings.MAX_RANKS, "examples": examples()})
+
+
 @router.get("/rooms/{code}", response_class=HTMLResponse, name="room_page")
 def room_page(request: Request, code: str, settings: SettingsDep):
     """A lecture room: followers watch the presenter's run; the presenter (with the secret) drives.

@@ -36,6 +36,20 @@ class ScriptParams(LessonParams):
         return source
 
 
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+EXAMPLE_ORDER = ("ring", "deadlock", "ddp", "fsdp2", "tensor_parallel")   # the playground's starting programs
+
+
+def examples() -> list[dict]:
+    """[{id, filename, title (its docstring's first line), source}] in the playground's order."""
+    found = []
+    for name in EXAMPLE_ORDER:
+        source = (EXAMPLES_DIR / f"{name}.py").read_text()
+        title = source.split('"""')[1].split("\n")[0].strip() if source.startswith('"""') else name
+        found.append({"id": name, "filename": f"{name}.py", "title": title, "source": source})
+    return found
+
+
 LESSON = Lesson(
     id="script",
     title="Your own program",
