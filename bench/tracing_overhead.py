@@ -3,7 +3,8 @@
 Times each run from the launch request to the supervisor's report that every rank has exited
 (the ranks' whole life: fork, process group, lesson, exit), alternating traced and untraced runs,
 for the lesson's default sizes and for a larger block. Prints the medians and the ratio
-(budget: traced / untraced ≤ 1.25).
+(budget: traced / untraced ≤ 1.25). Then the same for torch's own parallel APIs, traced at the
+dispatch level: an FSDP2 program and a DTensor one (bench/torch_api_overhead.py).
 Usage: python bench/tracing_overhead.py [--repeats 15] [--world-size 4]
 """
 
@@ -91,6 +92,7 @@ def main() -> None:
     finally:
         launcher.stdin.close()
         launcher.wait()
+    subprocess.run([sys.executable, str(REPO / "bench" / "torch_api_overhead.py"), "--world-size", "2"], check=True)
 
 
 if __name__ == "__main__":

@@ -64,9 +64,9 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
 
 def blob(tensor: torch.Tensor, tensor_id: str) -> dict | None:
     """The full tensor as float32 bytes, or None when it is too large to keep."""
-    values = tensor.detach().float().cpu().contiguous()
-    if values.numel() > MAX_BLOB_ELEMENTS:
+    if tensor.numel() > MAX_BLOB_ELEMENTS:
         return None
+    values = tensor.detach().float().cpu().contiguous()
     data = values.numpy().astype("<f4").tobytes()
     return {
         "blob": tensor_id,

@@ -139,6 +139,9 @@ class Collective(_Base):
     root: int | None = None
     label: str | None = None
     bucket: int | None = None
+    torch_op: str | None = None                   # recorded at torch's dispatch level: the op (c10d.allreduce_)
+    mesh: dict[str, Json] | None = None           # a DTensor's collective: its device mesh
+    placements: dict[str, Json] | None = None     # … and the placements before and after
     tensors: list[dict[str, Json]] | None = None
     t_call: float | None = None
     duration: float | None = None
@@ -166,6 +169,7 @@ class P2P(_Base):
     site: str | None
     label: str | None = None
     chunk: int | None = None
+    torch_op: str | None = None
     tensors: list[dict[str, Json]] | None = None
     t_call: float | None = None
     duration: float | None = None

@@ -9,6 +9,7 @@ passes through untraced, so each user-visible call is one pair of events.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import sys
@@ -28,7 +29,8 @@ from workers.cost_model import bandwidths, wire_bytes
 from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Tensor, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
-_SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py")}
+_SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py"),
+                  str(Path(__file__).resolve().parent / "dispatch_trace.py")}
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _DECORATOR_MODULES = {"typing_extensions", "warnings"}   # @deprecated wraps c10d's private aliases
 
@@ -127,6 +129,7 @@ class Tracer:
         self._tensor_ids = itertools.count()
         self._local = threading.local()
         self._originals: dict[tuple[Any, str], Any] = {}
+        self._mode = None   # the dispatch-level half (workers/dispatch_trace.py), while installed
 
     # ---- groups and labels -------------------------------------------------------------------
     def name_group(self, group: Any, name: str) -> None:
@@ -176,15 +179,25 @@ class Tracer:
         self.emit(event)
 
     # ---- installing the wrappers -----------------------------------------------------------------
-    def install(self) -> None:
+    def install(self, dispatch: bool = True) -> None:
+        """Trace from now on: the `dist.*` functions, and (`dispatch`) every collective op torch
+        dispatches that no `dist.*` call made (DDP, FSDP2, DTensor, functional collectives)."""
         for name, spec in SPECS.items():
             self._patch(name, self._wrap(name, spec, getattr(c10d, name)))
         self._patch("batch_isend_irecv", self._wrap_batch(c10d.batch_isend_irecv))
+        if dispatch and self._mode is None:
+            from workers.dispatch_trace import CollectiveMode
+            self._mode = CollectiveMode(self)
+            self._mode.__enter__()
 
     def uninstall(self) -> None:
         for (module, name), original in self._originals.items():
             setattr(module, name, original)
         self._originals.clear()
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode.flush()
+            self._mode = None
 
     def _patch(self, name: str, wrapper: Callable) -> None:
         for module in (dist, c10d):
@@ -258,7 +271,9 @@ class Tracer:
         return batch_isend_irecv
 
     # ---- events ----------------------------------------------------------------------------
-    def _begin_event(self, spec: OpSpec, call: dict, caller) -> dict:
+    def _begin_event(self, spec: OpSpec, call: dict, caller, extra: dict | None = None) -> dict:
+        """The call's `begin` event (sent after the step-mode gate lets it go); `extra`: fields the
+        dispatch level adds (`torch_op`, a DTensor's `mesh` and `placements`)."""
         group = call.get("group")
         group_name = self.group_name(group)
         inputs = [t for name in spec.inputs for t in _tensors(call.get(name))]
@@ -274,7 +289,8 @@ class Tracer:
             shape=list(primary.shape) if primary is not None else [],
             dtype=str(primary.dtype).removeprefix("torch.") if primary is not None else None,
             bytes=size, wire_bytes=wire_bytes(spec.op, len(ranks), size), site=self._site(caller),
-            label=getattr(self._local, "label", None) or None, **(getattr(self._local, "fields", None) or {}))
+            label=getattr(self._local, "label", None) or None, **(getattr(self._local, "fields", None) or {}),
+            **(extra or {}))
         self._local.label = self._local.fields = None
         if spec.kind == "collective":
             self._cseq[group_name] += 1
@@ -348,21 +364,30 @@ class Tracer:
     def _site(frame) -> str | None:
         """`file:line` of the innermost caller that is neither torch nor the tracer."""
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if (filename not in _SKIPPED_FILES and not filename.startswith(_TORCH_DIR)
-                    and frame.f_globals.get("__name__") not in _DECORATOR_MODULES):
-                path = Path(filename)
-                try:
-                    path = path.resolve().relative_to(_REPO_ROOT)
-                except ValueError:
-                    pass
-                return f"{path}:{frame.f_lineno}"
+            shown = _shown_path(frame.f_code.co_filename)
+            if shown is not None and frame.f_globals.get("__name__") not in _DECORATOR_MODULES:
+                return f"{shown}:{frame.f_lineno}"
             frame = frame.f_back
         return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _shown_path(filename: str) -> str | None:
+    """How a site names a file (relative to the repository when inside it), or None for the
+    tracer's and torch's own files. Cached: resolving a path costs system calls, and a training step
+    makes many calls from the same few files."""
+    if filename in _SKIPPED_FILES or filename.startswith(_TORCH_DIR):
+        return None
+    path = Path(filename)
+    try:
+        path = path.resolve().relative_to(_REPO_ROOT)
+    except ValueError:
+        pass
+    return str(path)
+
+
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
-               "bytes", "wire_bytes", "label", "bucket", "chunk", "site")
+               "bytes", "wire_bytes", "label", "bucket", "chunk", "site", "torch_op", "mesh", "placements")
 
 
 def _names(arguments: tuple[str, ...], tensors: list) -> list[str]:
