@@ -125,6 +125,15 @@ def _leave_together(store, rank: int, world_size: int) -> None:
         dist.destroy_process_group()
 
 
+def _from_the_script(tb, path: str):
+    """The traceback from the script's first frame on (paralab's own frames above it say nothing to
+    the user); the whole of it when the error came before the script ran."""
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename != path:
+        first = first.tb_next
+    return first or tb
+
+
 def error_event(rank: int, t: float, exc: BaseException, path: str) -> dict:
     """A `log` error whose `site` is the innermost line of the user's file the exception came through."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -132,6 +141,7 @@ def error_event(rank: int, t: float, exc: BaseException, path: str) -> dict:
     site = None
     if in_script:
         site = f"{os.path.basename(path)}:{in_script[-1].lineno}"
-    shown = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).replace(str(REPO_ROOT) + "/", "")
+    shown = "".join(traceback.format_exception(type(exc), exc, _from_the_script(exc.__traceback__, path)))
+    shown = shown.replace(str(REPO_ROOT) + "/", "")
     return Log(level="error", rank=rank, t=t, message=f"{type(exc).__name__}: {exc}"[:2000], site=site,
                traceback=shown[-8000:]).to_dict()

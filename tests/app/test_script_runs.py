@@ -79,6 +79,7 @@ def test_a_script_that_raises_is_reported_with_the_rank_and_the_line_of_its_file
     assert (error["kind"], error["rank"], error["site"]) == ("crash", 1, "homework.py:7")
     assert error["message"] == "rank 1 raised ValueError: loss is NaN"
     assert 'File "homework.py", line 7, in step\n    raise ValueError("loss is NaN")' in error["traceback"]
+    assert error["traceback"].startswith('Traceback (most recent call last):\n  File "homework.py", line 9, in <module>')
 
 
 def test_a_script_that_skips_a_collective_gets_the_hang_report_with_its_lines(server):
