@@ -37,6 +37,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
 # Each subcommand is a module of its own with `main(argv) -> exit status`.
 SUBCOMMANDS = {
     "run": "app.run_cli",           # paralab run FILE.py -n N [-- ARGS]: one's own script, traced
+    # "trace": …,                   # paralab trace -- torchrun …: a torchrun job streamed to a server (its own module)
 }
 
 

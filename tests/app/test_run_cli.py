@@ -104,3 +104,19 @@ def test_with_no_server_running_it_starts_one_that_serves_on(script, tmp_path):
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"   # it serves on
     finally:
         os.killpg(pid, signal.SIGTERM)
+
+
+def test_paralab_alone_or_with_serve_still_serves_and_a_subcommand_goes_to_its_module(monkeypatch):
+    from app import cli
+    served, ran = [], []
+    monkeypatch.setattr(cli, "serve", served.append)
+    monkeypatch.setitem(sys.modules, "tests_fake_sub", type(sys)("tests_fake_sub"))
+    sys.modules["tests_fake_sub"].main = lambda argv: ran.append(argv) or 7
+    monkeypatch.setitem(cli.SUBCOMMANDS, "fake", "tests_fake_sub")
+    cli.main([])
+    cli.main(["--port", "9001"])
+    cli.main(["serve", "--port", "9002"])
+    assert served == [[], ["--port", "9001"], ["--port", "9002"]]
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["fake", "x.py", "-n", "2"])
+    assert (exited.value.code, ran) == (7, [["x.py", "-n", "2"]])

@@ -40,8 +40,15 @@ function control(name, prop, value) {
     editor.value = value ?? "";
     return editor;
   }
-  if (prop.type === "array") return h("input", { ...common, type: "text", value: (value || []).join(" "), placeholder: "--flag value" });
+  if (prop.type === "array") {
+    return h("input", { ...common, type: "text", value: Array.isArray(value) ? value.join(" ") : value ?? "", placeholder: "--flag value" });
+  }
   return h("input", { ...common, type: "text", value: value ?? "" });
+}
+
+/** A program's text and its arguments stay out of the address bar, both ways (too long to share so). */
+function isUnlinked(prop) {
+  return prop.format === "python" || prop.type === "array";
 }
 
 /** Fill `form` with the lesson's fields. `values`: {world_size, params} to start from (e.g. the URL). */
@@ -49,8 +56,9 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   const schema = lesson.params;
   const fields = form.querySelector(".param-fields");
   const props = Object.entries(schema.properties || {}).map(([name, prop]) => [name, resolve(schema, prop)]);
+  const unlinked = new Set(props.filter(([, p]) => isUnlinked(p)).map(([n]) => n));
   fill(fields, props.map(([name, prop]) => {
-    const value = values.params?.[name] ?? prop.default;
+    const value = (unlinked.has(name) ? undefined : values.params?.[name]) ?? prop.default;   // not from an address
     return h("div", { class: "field", "data-field": name },
       h("label", { for: `param-${name}` }, name),
       control(name, prop, value),
@@ -58,7 +66,7 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
       h("p", { class: "field-error", id: `error-${name}`, role: "alert", hidden: true }));
   }));
   form.dataset.types = JSON.stringify(Object.fromEntries(props.map(([n, p]) => [n, p.type || (p.enum ? "enum" : "string")])));
-  form.dataset.unlinked = JSON.stringify(props.filter(([, p]) => p.format === "python" || p.type === "array").map(([n]) => n));
+  form.dataset.unlinked = JSON.stringify([...unlinked]);
 
   const sizes = lesson.world_sizes.filter((n) => n <= maxRanks);
   const current = sizes.includes(Number(values.world_size)) ? Number(values.world_size) : sizes.includes(2) ? 2 : sizes[0];
