@@ -147,3 +147,24 @@ def test_bad_script_requests_name_the_field(server, problem, params, loc):
     response = httpx.post(f"{server.url}/api/runs", json={"lesson": "script", "world_size": 2, "params": params})
     assert response.status_code == 422, problem
     assert response.json()["detail"][0]["loc"] == loc
+
+
+def test_a_lecture_room_does_not_run_ones_own_program(server):
+    """A room's presenter starts the course's lessons only: a script run is refused, nothing starts."""
+    import asyncio
+
+    from tests.app.helpers import run_count
+    from tests.app.room_client import RoomClient, close_all, new_room
+
+    async def scenario():
+        room = await new_room(server)
+        presenter = await RoomClient.open(server, room["code"], secret=room["secret"])
+        try:
+            before = run_count(server)
+            await presenter.send(op="run", lesson="script", world_size=2, params={"source": "print(1)"})
+            assert "a lecture room runs the course's lessons" in str(await presenter.error())
+            assert run_count(server) == before
+        finally:
+            await close_all(presenter)
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
