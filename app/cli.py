@@ -1,8 +1,10 @@
-"""`paralab` / `python -m app`: parse flags, then serve."""
+"""`paralab` / `python -m app`: a subcommand (`paralab run …`), or with none (or `serve`) the server's
+flags, then serve."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from app.settings import Settings
@@ -32,11 +34,21 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
                     MAX_CONCURRENT_RUNS=args.max_concurrent_runs, LOG_LEVEL=args.log_level)
 
 
+# Each subcommand is a module of its own with `main(argv) -> exit status`.
+SUBCOMMANDS = {
+    "run": "app.run_cli",           # paralab run FILE.py -n N [-- ARGS]: one's own script, traced
+    "trace": "app.cli_trace",       # paralab trace -- torchrun …: a torchrun job streamed to a server
+}
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["trace"]:                    # paralab trace -- torchrun …  (app/cli_trace.py)
-        from app.cli_trace import main as trace
-        sys.exit(trace(argv[1:]))
+    if argv and argv[0] in SUBCOMMANDS:
+        sys.exit(importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:]))
+    serve(argv[1:] if argv and argv[0] == "serve" else argv)
+
+
+def serve(argv: list[str] | None = None) -> None:
     import uvicorn
 
     from app.main import create_app

@@ -18,6 +18,7 @@ from app.cookies import SecureCookies
 from app.csrf import CrossSiteGate
 from app.external_runs import ExternalRuns
 from app.hub import Hub
+from app.local_origin import LocalOriginGate
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
 from app.routes import external, progress as progress_routes, protocol as protocol_routes
@@ -70,6 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            max_age=14 * 24 * 3600, same_site="lax", https_only=False)
         app.add_middleware(SecureCookies, mode=settings.SECURE_COOKIES)
         app.add_middleware(CrossSiteGate, session_cookie=auth.SESSION_COOKIE)
+    else:   # the single-user mode runs code as its user: no other web page may start or steer a run
+        app.add_middleware(LocalOriginGate)
     # outermost, in both modes: the client's address and scheme (from a trusted proxy only), the body cap
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings))
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)

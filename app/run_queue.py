@@ -70,7 +70,8 @@ class RunQueue:
                 run_id=run.id, token=run.token, lesson=run.lesson, world_size=run.world_size,
                 events_address=self.events_address(), t0=run.t0,
                 time_limit_s=self.outcome.time_limit(run), params=run.params,
-                backend=run.backend, step=run.step, output_bytes=self.settings.MAX_RANK_OUTPUT_BYTES)
+                backend=run.backend, step=run.step, output_bytes=self.settings.MAX_RANK_OUTPUT_BYTES,
+                sandboxed=run.owner is not None and run.lesson == "script")   # a hosted-lab user's own code
             run.status = "running"
             self.store.record(run, RunEvent(t=run.now(), status="running", backend=run.backend).to_dict())
             self.announce_positions()

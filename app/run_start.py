@@ -3,6 +3,8 @@ presenter's `{"op": "run"}`, so both refuse the same input with the same words."
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import ValidationError
 from starlette import status
 
@@ -10,6 +12,16 @@ from app.runs import QueueFull, Run, RunManager
 from app.schemas import RunCreate
 from app.settings import Settings
 from workers.lessons import LESSONS
+
+
+SCRIPT = "script"     # the lesson that runs the user's own program (workers/lessons/script); in the
+                      # hosted lab its ranks run in the judge's sandbox (workers/sandboxed_run.py)
+
+
+@functools.cache
+def sandbox_available() -> bool:
+    from workers import sandbox
+    return sandbox.available()
 
 
 class RunRejected(Exception):
@@ -55,6 +67,12 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
     `room`: the lecture room whose presenter starts it (then only the presenter controls it).
     The quota is checked first (a refused user costs nothing more) and again right before the run is
     created: requests that arrive together each wait on the launcher's check in between."""
+    if body.lesson == SCRIPT and room is not None:
+        raise RunRejected(status.HTTP_403_FORBIDDEN,
+                          "a lecture room runs the course's lessons: show your own program with `paralab run FILE.py`")
+    if body.lesson == SCRIPT and user is not None and not sandbox_available():
+        raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE,
+                          "your own program runs in the judge's sandbox, and bubblewrap is not available on this server")
     if user is not None:
         _quota(manager, settings, body, user)
     lesson = LESSONS.get(body.lesson)

@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     STEP_IDLE_LIMIT_S: float = Field(300.0, gt=0)         # a step-mode run waiting this long for a person: ended
     CONTROL_RATE_PER_S: float = Field(10.0, gt=0)         # step/pause/continue per run per second (bursts of 2×)
     MAX_RANK_OUTPUT_BYTES: int = Field(8 * 1024, ge=256, le=12 * 1024)  # the tail of each rank's prints kept (an event)
+    ALLOWED_HOSTS: str = ""                               # names (besides IPs, localhost) by which a run of one's own code may come
     TRUSTED_PROXIES: str = ""                             # addresses whose X-Forwarded-For/-Proto are believed ("*": any)
     SECURE_COOKIES: Literal["auto", "on", "off"] = "auto"  # auto: Secure when the request came over HTTPS
 

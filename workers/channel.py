@@ -18,9 +18,13 @@ class EventChannel:
     """A connection to the server's event port that sends one message per call, thread-safely."""
 
     def __init__(self, address: str, run_id: str, token: str, rank: int | None):
-        host, port = address.rsplit(":", 1)
-        self._sock = socket.create_connection((host, int(port)))
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if address.startswith("unix:"):          # from inside the sandbox, through its relay (workers/sandboxed_run.py)
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.connect(address.removeprefix("unix:"))
+        else:
+            host, port = address.rsplit(":", 1)
+            self._sock = socket.create_connection((host, int(port)))
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._lock = threading.Lock()
         self._inbox = b""
         self.send({"hello": run_id, "token": token, "rank": rank})

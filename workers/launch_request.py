@@ -19,6 +19,7 @@ class LaunchRequest:
     step: bool = False          # pause each rank before every collective (step mode)
     trace: bool = True          # False only for measuring the tracer's own overhead
     output_bytes: int = 8192    # the tail of each rank's stdout+stderr the supervisor keeps and reports
+    sandboxed: bool = False     # the ranks run in the judge's sandbox (a hosted-lab user's own program)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -36,6 +36,9 @@ def _device(backend: str, rank: int) -> torch.device:
 def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
     """Run one rank to the end; returns the process exit status."""
     torch.set_num_threads(1)
+    runner = LESSONS[request.lesson].rank_runner if request.lesson in LESSONS else None
+    if runner:
+        return importlib.import_module(runner).run_rank(request, rank, store_path)
     channel = EventChannel(request.events_address, request.run_id, request.token, rank)
     clock = lambda: time.monotonic() - request.t0  # noqa: E731  one monotonic clock per host
     tracer = Tracer(channel.send, rank, clock, before_call=Gate(channel, rank, clock, request.step))

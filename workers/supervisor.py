@@ -49,6 +49,9 @@ def supervise(request: LaunchRequest) -> None:
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent()
+    if request.sandboxed:               # a hosted-lab user's own program: its ranks start in the sandbox
+        from workers.sandboxed_run import supervise_sandboxed
+        supervise_sandboxed(request)
     workdir = tempfile.mkdtemp(prefix=f"paralab-{request.run_id}-")
     store_path = os.path.join(workdir, "store")
     ranks: dict[int, int] = {}

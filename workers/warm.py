@@ -22,7 +22,8 @@ def warm_up() -> None:
     torch.set_num_threads(1)
     import workers.rank  # noqa: F401
     for lesson in LESSONS.values():
-        importlib.import_module(lesson.program_module)
+        # a lesson with a runner of its own (a user's script) has no program to import: its runner instead
+        importlib.import_module(lesson.rank_runner or lesson.program_module)
 
 
 def device_count() -> int:

@@ -40,6 +40,14 @@ def job_page(request: Request, run_id: str, settings: SettingsDep):
            "summary": f"{run.world_size} ranks started by torchrun, traced live into this server."}
     return request.app.state.templates.TemplateResponse(request, "job.html", {
         "lesson": job, "run": run.meta(), "max_ranks": max(run.world_size, settings.MAX_RANKS), "host": "job"})
+@router.get("/playground", response_class=HTMLResponse)
+def playground_page(request: Request, settings: SettingsDep):
+    """One's own program: an editor with starting programs, a world size, Run, then the lesson page's
+    panels (the `script` lesson; `?run=ID` shows a run, as `paralab run` prints)."""
+    from workers.lessons.script import examples
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, "playground.html", {
+        "lesson": LESSONS["script"], "max_ranks": settings.MAX_RANKS, "examples": examples()})
 
 
 @router.get("/rooms/{code}", response_class=HTMLResponse, name="room_page")

@@ -12,7 +12,8 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 
 from app.auth import auth_on, current_user
 from app.deps import RunDep, RunManagerDep, SettingsDep
-from app.run_start import RunRejected, start_run
+from app.local_origin import code_run_refusal
+from app.run_start import SCRIPT, RunRejected, start_run
 from app.runs import Run
 from app.schemas import RunCreate, RunPublic
 from app.trace import chrome_trace
@@ -31,7 +32,12 @@ def run_public(run: Run) -> RunPublic:
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunPublic)
 async def create_run(body: RunCreate, manager: RunManagerDep, settings: SettingsDep, request: Request):
     """Start a lesson on fresh ranks; invalid input gets a 422 naming the field and starts nothing.
-    In the hosted lab the run is the user's, within their quotas (429 past them)."""
+    In the hosted lab the run is the user's, within their quotas (429 past them). A run of one's own
+    program (`"lesson": "script"`) in the single-user mode must come as JSON by a safe name (app/local_origin.py)."""
+    if body.lesson == SCRIPT and not auth_on(settings):
+        refused = code_run_refusal(request.headers, settings.ALLOWED_HOSTS)
+        if refused:
+            raise HTTPException(refused[0], detail=refused[1])
     try:
         run = await start_run(manager, settings, body, user=current_user(request) if auth_on(settings) else None)
     except RunRejected as exc:

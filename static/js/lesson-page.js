@@ -17,7 +17,7 @@ import { createStepper } from "paralab/controls/stepper.js";
 import { bindTextSize } from "paralab/controls/text-size.js";
 import { readLocation, urlWriter } from "paralab/controls/permalink.js";
 import {
-  bindParamsToggle, buildParamsForm, clearErrors, readParamsForm, setExpanded, showErrors, writeParamsForm,
+  bindParamsToggle, buildParamsForm, clearErrors, linkableParams, readParamsForm, setExpanded, showErrors, writeParamsForm,
 } from "paralab/controls/params-form.js";
 import { renderExplanation } from "paralab/views/explanation.js";
 import { renderNow } from "paralab/views/now.js";
@@ -87,14 +87,14 @@ function render() {
   drawPanels(panels, state, ctx);
   renderFailure($("#failure"), state);
   renderTables(state, ctx);
-  if (lesson) renderSource($("#source"), state, { sources: lesson.sources, onPick: scheduleRender });
+  if (lesson) renderSource($("#source"), state, { sources: runSources(run) || lesson.sources, onPick: scheduleRender });
   cancelButton.hidden = !run || store.state.final;
   if (run && store.state.final && liveStatus(log)?.status === "done") markRan(run.lesson);
   document.body.classList.toggle("has-run", Boolean(run));
   document.body.classList.toggle("step-run", Boolean(run?.step));
   if (run) $("#recent-runs").hidden = true;
   const shown = run ? { worldSize: run.world_size, params: run.params } : readParamsForm(form);
-  if (host.writeUrl && lesson) writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: shown.params, runId: run?.id,
+  if (host.writeUrl && lesson) writeUrl({ worldSize: shown.worldSize ?? shown.world_size, params: linkableParams(form, shown.params), runId: run?.id,
              seq: cursor >= 0 ? log[cursor].seq : null });
 }
 
@@ -107,6 +107,11 @@ function renderPill(live = null) {
 // A quiet running run counts its seconds towards the hang timeout in the pill (nothing else changes).
 setInterval(() => { if (store.state.run && !store.state.final && !store.state.run.step) renderPill(); }, 1000);
 
+/** A run of one's own program shows its own file (the `script` lesson's run carries its text). */
+function runSources(run) {
+  if (run?.lesson !== "script") return null;
+  const { source, filename } = run.params || {};
+  return typeof source === "string" && typeof filename === "string" ? [{ path: filename, text: source }] : null;
 /** " · 3 ranks at gates" in the header pill while a step-mode run waits for its user. */
 function stepNote(live) {
   if (!live) return null;

@@ -18,6 +18,7 @@ export function emptyContents() {
     gated: new Set(),          // the kinds of call ranks stopped before in step mode: "p2p", "collective"
     origins: false,            // a tensor snapshot says which ranks each element came from (`origin`)
     placements: false,         // a collective of a DTensor redistribution (its event carries `placements`)
+    output: false,             // some rank printed something (the server's `log` of level "output")
     ranks: new Map(),          // rank → "computed" | "communicated after computing"
     hosts: new Map(),          // a traced torchrun job's node → its latest `host` event (its ranks, its clock)
   };
@@ -40,6 +41,7 @@ export function noteEvent(contents, e) {
   if (e.kind === "host") contents.hosts.set(e.node, e);
   if (e.kind === "gate") contents.gated.add(e.call === "p2p" ? "p2p" : "collective");
   if (e.kind === "tensor" && Array.isArray(e.origin)) contents.origins = true;
+  if (e.kind === "log" && e.level === "output") contents.output = true;
   if (e.kind === "compute" && e.phase === "begin") {
     if (e.stage !== undefined && e.stage !== null) contents.stagedCompute = true;
     if (contents.ranks.get(e.rank) === "communicated") contents.commBetweenCompute = true;

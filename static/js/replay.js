@@ -23,7 +23,7 @@ export function parseSite(site) {
 }
 
 function rankState(rank) {
-  return { rank, open: [], spans: [], last: null, site: null, error: null, events: 0, gate: null, gates: 0, finished: false };
+  return { rank, open: [], spans: [], last: null, site: null, error: null, output: null, events: 0, gate: null, gates: 0, finished: false };
 }
 
 /**
@@ -112,6 +112,7 @@ export function stateAt(log, cursor, worldSize = 0) {
         break;
       case "log":
         if (e.level === "error") rs.error = e;
+        if (e.level === "output") rs.output = e;   // the tail of what the rank printed (the server's, at its end)
         break;
       case "rank":
         rs.finished = e.status === "finished";

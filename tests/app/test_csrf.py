@@ -92,6 +92,8 @@ def test_hosts_are_compared_without_default_ports():
     assert cross_site_refusal(Headers({"host": "lab.example", "origin": EVIL}), "paralab_session") is None
 
 
-def test_the_lecture_mode_checks_nothing(server):
+def test_the_lecture_mode_refuses_other_pages_with_or_without_a_cookie(server):
+    """It has no sessions, but runs code as its user: another page may change nothing (app/local_origin.py)."""
     response = httpx.post(server.url + "/api/auth/logout", headers={"Origin": EVIL, "Cookie": "paralab_session=x"})
-    assert response.status_code == 200
+    assert response.status_code == 403 and "comes from another web page" in response.json()["detail"]
+    assert httpx.post(server.url + "/api/auth/logout", headers={"Origin": server.url}).status_code == 200

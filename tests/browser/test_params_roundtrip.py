@@ -52,6 +52,8 @@ def test_every_parameter_round_trips_through_the_address_and_the_form(page: Page
     for lesson in lessons(server):
         schema = lesson["params"]
         fields = {name: _resolve(schema, prop) for name, prop in schema.get("properties", {}).items()}
+        # a program's text and its arguments (the script lesson) stay out of the address: not read from it either
+        fields = {name: prop for name, prop in fields.items() if prop.get("format") != "python" and prop.get("type") != "array"}
         changed = {name: other_value(prop) for name, prop in fields.items()}
         defaults = {name: prop["default"] for name, prop in fields.items() if prop.get("default") is not None}
         size = 2 if 2 in lesson["world_sizes"] else lesson["world_sizes"][0]

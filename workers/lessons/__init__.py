@@ -32,6 +32,8 @@ class Lesson:
     runtime_rules: str | None = None   # a module with `check(params, world_size)` and `choices()`
                                        # for rules that need torch; the warm launcher runs them
     tags: tuple[str, ...] = field(default_factory=tuple)
+    rank_runner: str | None = None     # a module whose `run_rank(request, rank, store_path)` runs each rank
+                                       # instead (a user's script, which makes its own process group)
 
     @property
     def program_module(self) -> str:

@@ -17,6 +17,7 @@ PARTS: list[tuple[str, str, tuple[str, ...]]] = [   # (title, what the part is a
     ("Pipeline", "the layers in stages, microbatches flowing through", ("pp",)),
     ("Experts", "a mixture of experts spread over the ranks", ("expert_parallel",)),
     ("Together", "all of them in one training step", ("three_d",)),
+    ("Your own", "any torch.distributed program, traced as the lessons are (also: the playground)", ("script",)),
 ]
 
 KNOW_FIRST: dict[str, tuple[str, ...]] = {
@@ -27,6 +28,7 @@ KNOW_FIRST: dict[str, tuple[str, ...]] = {
     "pp": ("collectives",),
     "expert_parallel": ("collectives", "tp_mlp"),
     "three_d": ("tp_mlp", "pp", "dp"),
+    "script": ("collectives", "deadlock"),
 }
 
 

@@ -50,7 +50,21 @@ function control(name, prop, value) {
                         step: prop.type === "integer" ? 1 : "any" });
   }
   if (prop.type === "boolean") return h("input", { ...common, type: "checkbox", checked: asBoolean(value) });
+  if (prop.format === "python") {   // a program (the `script` lesson): an editor, not a line
+    const editor = h("textarea", { ...common, class: "code-editor", rows: 18, spellcheck: "false", autocomplete: "off",
+                                   autocapitalize: "off", wrap: "off" });
+    editor.value = value ?? "";
+    return editor;
+  }
+  if (prop.type === "array") {
+    return h("input", { ...common, type: "text", value: Array.isArray(value) ? value.join(" ") : value ?? "", placeholder: "--flag value" });
+  }
   return h("input", { ...common, type: "text", value: value ?? "" });
+}
+
+/** A program's text and its arguments stay out of the address bar, both ways (too long to share so). */
+function isUnlinked(prop) {
+  return prop.format === "python" || prop.type === "array";
 }
 
 /** Fill `form` with the lesson's fields. `values`: {world_size, params} to start from (e.g. the URL). */
@@ -58,8 +72,9 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   const schema = lesson.params;
   const fields = form.querySelector(".param-fields");
   const props = Object.entries(schema.properties || {}).map(([name, prop]) => [name, resolve(schema, prop)]);
+  const unlinked = new Set(props.filter(([, p]) => isUnlinked(p)).map(([n]) => n));
   fill(fields, props.map(([name, prop]) => {
-    const value = values.params?.[name] ?? prop.default;
+    const value = (unlinked.has(name) ? undefined : values.params?.[name]) ?? prop.default;   // not from an address
     return h("div", { class: "field", "data-field": name },
       h("label", { for: `param-${name}` }, name),
       control(name, prop, value),
@@ -67,6 +82,7 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
       h("p", { class: "field-error", id: `error-${name}`, role: "alert", hidden: true }));
   }));
   form.dataset.types = JSON.stringify(Object.fromEntries(props.map(([n, p]) => [n, p.type || (p.enum ? "enum" : "string")])));
+  form.dataset.unlinked = JSON.stringify([...unlinked]);
 
   const sizes = lesson.world_sizes.filter((n) => n <= maxRanks);
   const current = sizes.includes(Number(values.world_size)) ? Number(values.world_size) : sizes.includes(2) ? 2 : sizes[0];
@@ -85,6 +101,7 @@ export function readParamsForm(form) {
     if (!input) continue;
     if (type === "boolean") params[name] = input.checked;
     else if (type === "integer" || type === "number") params[name] = input.value === "" ? null : Number(input.value);
+    else if (type === "array") params[name] = input.value.split(/\s+/).filter(Boolean);
     else params[name] = input.value;
   }
   const size = form.querySelector('input[name="world_size"]:checked');
@@ -97,17 +114,23 @@ export function writeParamsForm(form, { world_size, params = {} }) {
     const input = form.elements.namedItem(name);
     if (!input || input instanceof RadioNodeList) continue;
     if (input.type === "checkbox") input.checked = asBoolean(value);
-    else input.value = String(value);
+    else input.value = Array.isArray(value) ? value.join(" ") : String(value);
   }
   const radio = form.querySelector(`input[name="world_size"][value="${Number(world_size)}"]`);
   if (radio) radio.checked = true;
+}
+
+/** The parameters that belong in the address bar: not a program's text, nor its arguments. */
+export function linkableParams(form, params) {
+  const unlinked = new Set(JSON.parse(form.dataset.unlinked || "[]"));
+  return Object.fromEntries(Object.entries(params || {}).filter(([name]) => !unlinked.has(name)));
 }
 
 /** "4 ranks · seq_len 8 · ffn 64 · …": the parameters in one line, for the folded form. */
 export function summarizeParams(form) {
   const { world_size, params } = readParamsForm(form);
   return [tPlural(world_size, "{n} rank", "{n} ranks"),
-    ...Object.entries(params).map(([k, v]) => `${k} ${v === null ? t("default") : v}`)].join(" · ");
+    ...Object.entries(linkableParams(form, params)).map(([k, v]) => `${k} ${v === null ? t("default") : v}`)].join(" · ");
 }
 
 /** Fold the fields away (a run is on screen) or show them (choosing, or fixing an error). */
@@ -151,10 +174,10 @@ export function showErrors(form, detail) {
     target.hidden = false;
     if (field) {
       field.classList.add("invalid");
-      for (const input of field.querySelectorAll("input, select")) input.setAttribute("aria-invalid", "true");
+      for (const input of field.querySelectorAll("input, select, textarea")) input.setAttribute("aria-invalid", "true");
     }
   }
   setExpanded(form, true);
-  const first = form.querySelector(".field.invalid input, .field.invalid select");
+  const first = form.querySelector(".field.invalid input, .field.invalid select, .field.invalid textarea");
   first?.focus();
 }

@@ -22,6 +22,7 @@ import { renderLanes } from "paralab/views/lanes.js";
 import { MEMORY_METRICS, renderMemory } from "paralab/views/memory.js";
 import { renderNumbers } from "paralab/views/numbers.js";
 import { originNames, renderOrigins } from "paralab/views/origins.js";
+import { renderOutput } from "paralab/views/output.js";
 import { PIPELINE_METRICS, renderPipeline } from "paralab/views/pipeline.js";
 import { renderRing, ringNames, RING_METRICS } from "paralab/views/ring.js";
 import { renderShards } from "paralab/views/shards.js";
@@ -65,6 +66,8 @@ export const VIEWS = [
     render: (el, state, ctx) => renderNumbers(el, state, { ...ctx, claimed: CLAIMED }) },
   { id: "checks", title: "Checks", note: "every rank against one process", needs: "check events",
     shows: has("check"), render: renderChecks },
+  { id: "output", title: "Output", note: "what each rank printed (its last KiB)", needs: "`log` events of level output",
+    shows: (c) => c.output, render: renderOutput },
   { id: "comm", title: "Communication", needs: "collective or send/recv events",
     shows: has("collective", "p2p"), metrics: [EXPECTED_METRIC], render: renderComm },
   { id: "cost", title: "Cost model", note: "measured time against the α–β model, over message sizes",
