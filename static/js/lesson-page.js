@@ -129,6 +129,7 @@ export function openRun(run, { seq = null } = {}) {
   store.load(run, { seq });
   connection = host.connect(run, {
     onEvent: (event) => store.append([event]),
+    onEvents: (events) => store.append(events),
     onNotice: (text) => stepper.say(text),
     onState: (state, detail) => {
       connectionState = state;
