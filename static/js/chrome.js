@@ -73,6 +73,11 @@ const KEYS = [
     [["A", "Enter"], "Release every waiting rank"],
     [["C", "P"], "Continue / pause the ranks"],
   ]],
+  ["On a big run's Gantt chart (click it first)", [
+    [["wheel", "+", "−"], "Zoom in / out"],
+    [["drag", "←", "→"], "Pan (Shift: further)"],
+    [["0"], "The whole run again"],
+  ]],
   ["In a room", [
     [["L"], "Rejoin the presenter (followers)"],
     [["Q"], "Show the room code and QR code"],
