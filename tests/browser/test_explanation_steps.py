@@ -27,8 +27,8 @@ def test_the_section_about_the_current_phase_is_highlighted(browser, server, siz
     page.goto(f"{server.url}/lessons/pp?run={run['id']}")
     counter = page.locator("#scrubber .seq-counter")
     expect(counter).to_have_text(f"seq {run['events']} / {run['events']}")
-    now = page.locator("#explanation h2.explaining")
-    heading = lambda text: page.locator("#explanation h2", has_text=text)
+    now = page.locator("#explanation [data-explains].explaining")                # the marked headings
+    heading = lambda text: page.locator("#explanation [data-explains]", has_text=text)
 
     page.keyboard.press("Home")                                  # the run has not computed anything yet
     expect(now).to_have_count(0)

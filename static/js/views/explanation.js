@@ -25,14 +25,16 @@ export function renderExplanation(container, markdown, lessonId = null, steps = 
   linked.set(container, linkSections(container, steps));
 }
 
-/** Each step's section: its heading and what follows it up to the next heading of its level or above. */
+/** Each step's section: its heading (a `## ` heading is drawn as an h3: the page's title is the h1) and
+ *  what follows it up to the next heading of its level or above. */
 function linkSections(container, steps) {
-  const headings = [...container.querySelectorAll("h2")];
+  const headings = [...container.querySelectorAll("h2, h3, h4, h5, h6")];
+  const level = (el) => (/^H[1-6]$/.test(el.tagName) ? Number(el.tagName[1]) : Infinity);
   return steps.map(({ heading, when }) => {
     const start = headings.find((el) => el.textContent.trim() === heading.trim());
     if (!start) return null;
     const nodes = [start];
-    for (let el = start.nextElementSibling; el && el.tagName !== "H2" && el.tagName !== "H1"; el = el.nextElementSibling) nodes.push(el);
+    for (let el = start.nextElementSibling; el && level(el) > level(start); el = el.nextElementSibling) nodes.push(el);
     start.dataset.explains = Object.entries(when).map(([k, v]) => `${k}=${v.join("|")}`).join(" ; ");
     return { when, nodes };
   }).filter(Boolean);
