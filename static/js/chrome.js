@@ -62,6 +62,7 @@ const KEYS = [
     [["Home", "End"], "First / last event"],
     [["]", "["], "Next / previous collective or send/recv"],
     [["}", "{"], "Next / previous microbatch (pipelines)"],
+    [["Z"], "Focus: one picture fills the screen (Esc leaves)"],
     [["B"], "Blank the screen (press again to come back)"],
     [["F"], "Full screen"],
     [["+", "−"], "Larger / smaller text"],

@@ -78,6 +78,9 @@ export const ZH = {
   "Play moves to the next call started (2 a second at 1×), or event by event (4 a second); auto: by call past 500 events":
     "播放时跳到下一个开始的调用（1× 时每秒 2 个），或逐个事件（每秒 4 个）；自动：超过 500 个事件时按调用",
   "auto": "自动",
+  "Focus": "聚焦",
+  "Fill the screen with this picture (Z; Esc leaves)": "让这张图占满屏幕（Z；Esc 退出）",
+  "Focus: one picture fills the screen (Esc leaves)": "聚焦：一张图占满屏幕（Esc 退出）",
   "● live": "● 直播",
   "event": "事件",
   "event playback": "事件回放",

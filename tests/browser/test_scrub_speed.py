@@ -68,6 +68,7 @@ def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, serv
     open_at_end(page, server, big_run)
     chart = page.locator("#pipeline canvas.gantt")
     counter = page.locator("#scrubber .seq-counter")
+    page.mouse.move(0, 0)
     whole = chart.screenshot()
     chart.hover()
     page.mouse.wheel(0, -800)                                 # zoom in about the pointer
@@ -80,6 +81,8 @@ def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, serv
     assert chart.screenshot() != zoomed
     page.keyboard.press("0")                                  # the whole run again
     expect(chart).not_to_have_attribute("data-zoom", "in")
+    chart.blur()                                              # no focus ring in the picture
+    page.mouse.move(0, 0)
     assert chart.screenshot() == whole
 
 
@@ -108,5 +111,5 @@ def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, serve
     assert by_call and set(by_call) <= starts, f"Play by call stopped off a call's start: {set(by_call) - starts}"
     assert by_call[-1] > 30, by_call                          # 8 calls a second pass many events
     by_event = visited("event")
-    assert by_event and by_event[-1] < 20, by_event           # 16 events a second: one at a time
+    assert by_event and by_event[-1] < by_call[-1], (by_event, by_call)   # one event a tick, not a call
     assert set(by_event) - starts, by_event

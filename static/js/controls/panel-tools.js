@@ -7,6 +7,7 @@
 
 import { cacheOf, changed, h, place } from "paralab/dom.js";
 import { download, picturePng, pictureSvg } from "paralab/controls/picture-export.js";
+import { bindFocusKeys, focusButton } from "paralab/controls/focus.js";
 import { TABLES } from "paralab/views/tables.js";
 
 const SHOWN_KEY = "paralab:tables";
@@ -62,7 +63,8 @@ function panelTools(panel, picture, store, { exportable }) {
       h("button", { type: "button", class: "tool", "data-export": "svg", title: "Save this picture as SVG",
                     onclick: () => download(new Blob([pictureSvg(picture).text], { type: "image/svg+xml" }), fileName(store, id, "svg")) }, "SVG"));
   }
-  if (tools.childElementCount) panel.prepend(tools);
+  tools.append(focusButton(panel));
+  panel.prepend(tools);
 }
 
 /**
@@ -70,6 +72,7 @@ function panelTools(panel, picture, store, { exportable }) {
  * `exportRun`: false where the run cannot be fetched again (an exported file).
  */
 export function bindPanelTools(store, { root = document, exportRun = true } = {}) {
+  bindFocusKeys();
   for (const panel of root.querySelectorAll(".stage > .panel")) {
     const picture = panel.querySelector(":scope > div[id]");
     if (!picture || !panel.querySelector(":scope > h2")) continue;
