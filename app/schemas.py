@@ -18,6 +18,8 @@ class LessonPublic(BaseModel):
 class LessonDetail(LessonPublic):
     sources: list[dict[str, str]] = Field(description="[{path, text}] of the files the page shows")
     explanation: str = Field(description="the lesson's text, Markdown")
+    explanation_steps: list[dict] = Field(default_factory=list, description=(
+        "which events each section explains: [{heading, when: {field: [values]}}] (docs/lessons.md)"))
 
 
 class RunCreate(BaseModel):

@@ -21,6 +21,7 @@ from app.routes.lessons import lesson_public
 from app.routes.runs import run_public
 from app.settings import REPO_ROOT
 from workers.lessons import LESSONS
+from workers.lessons.explain_steps import split_markers
 
 router = APIRouter(tags=["runs"])
 
@@ -69,7 +70,7 @@ def export_run(run: RunDep, request: Request, manager: RunManagerDep, download: 
     lesson = LESSONS.get(run.lesson)
     choices = manager.launcher.info.get("choices") if manager.launcher.ready else None
     if lesson is not None:
-        explanations = {lang: lesson.explanation(lang) for lang in ("en", "zh")}
+        explanations = {lang: split_markers(lesson.explanation(lang))[0] for lang in ("en", "zh")}   # without its markers
         about = {**lesson_public(lesson, choices), "explanations": explanations, "explanation": explanations["en"],
                  "sources": [{"path": path, "text": text} for path, text in lesson.source_files()]}
     else:                                             # a lesson since removed: the run still replays

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Query
 from app.deps import RunManagerDep
 from app.schemas import LessonDetail, LessonPublic
 from workers.lessons import LESSONS, Lesson
+from workers.lessons.explain_steps import split_markers
 
 router = APIRouter(prefix="/api/lessons", tags=["lessons"])
 
@@ -37,4 +38,6 @@ def read_lesson(lesson_id: str, manager: RunManagerDep,
     if lesson is None:
         raise HTTPException(404, detail=f"no lesson {lesson_id!r}; known: {', '.join(LESSONS)}")
     sources = [{"path": path, "text": text} for path, text in lesson.source_files()]
-    return {**lesson_public(lesson, manager.launcher.info.get("choices")), "sources": sources, "explanation": lesson.explanation(lang)}
+    explanation, steps = split_markers(lesson.explanation(lang))
+    return {**lesson_public(lesson, manager.launcher.info.get("choices")), "sources": sources, "explanation": explanation,
+            "explanation_steps": steps}

@@ -62,6 +62,7 @@ const KEYS = [
     [["Home", "End"], "First / last event"],
     [["]", "["], "Next / previous collective or send/recv"],
     [["}", "{"], "Next / previous microbatch (pipelines)"],
+    [["Z"], "Focus: one picture fills the screen (Esc leaves)"],
     [["B"], "Blank the screen (press again to come back)"],
     [["F"], "Full screen"],
     [["+", "−"], "Larger / smaller text"],
@@ -72,6 +73,11 @@ const KEYS = [
     [["0", "…", "9"], "Release that rank"],
     [["A", "Enter"], "Release every waiting rank"],
     [["C", "P"], "Continue / pause the ranks"],
+  ]],
+  ["On a big run's Gantt chart (click it first)", [
+    [["wheel", "+", "−"], "Zoom in / out"],
+    [["drag", "←", "→"], "Pan (Shift: further)"],
+    [["0"], "The whole run again"],
   ]],
   ["In a room", [
     [["L"], "Rejoin the presenter (followers)"],

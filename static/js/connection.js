@@ -5,22 +5,32 @@
  * is delivered twice; a gap in the numbering (which the server never sends) is treated as a drop.
  * It closes itself once the run's final status has arrived. Control messages (step mode, cancel) go
  * out on the same socket; the server answers a refused one with `{"error"}`, passed to `onNotice`.
+ *
+ * What is recorded already comes first in one piece, `GET /api/runs/{id}/events` (JSON lines), handed
+ * over as one batch: thousands of websocket messages, each a task of its own with the page drawing
+ * between them, made a recorded run of 7,000 events take seconds to open. A finished run needs no
+ * socket after that; a live one opens it from the last seq the batch held.
  */
 
 import { FINAL_STATUSES } from "paralab/store.js";
 import { reconnectingSocket } from "paralab/reconnecting-socket.js";
 
 /**
- * `onEvent(event)` for each new event, in seq order; `onState(state, detail)` with
+ * `onEvent(event)` for each new event, in seq order (or `onEvents(events)` for the recorded ones, in one
+ * batch, where given); `onState(state, detail)` with
  * "connecting", "open", "reconnecting", "closed" (the run is over) or "error" (e.g. no such run).
  */
-export function connectRun(runId, { since = 0, onEvent, onState = () => {}, onNotice = () => {} }) {
+export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => events.forEach(onEvent),
+                                    onState = () => {}, onNotice = () => {} }) {
   let last = since;
+  let socket = null;
+  let closed = false;
 
   function onMessage(event) {
     if (event.seq === undefined) {            // the server's own complaint
       if (!event.error) return;
       if (last === 0 && /^no run with id/.test(event.error)) {   // no such run: give up
+        closed = true;
         socket.close();
         onState("error", event.error);
       } else onNotice(event.error);            // a refused control message: the run goes on
@@ -34,18 +44,44 @@ export function connectRun(runId, { since = 0, onEvent, onState = () => {}, onNo
     last = event.seq;
     onEvent(event);
     if (event.kind === "run" && FINAL_STATUSES.includes(event.status)) {
+      closed = true;
       socket.close();
       onState("closed");
     }
   }
 
-  const socket = reconnectingSocket({
-    url: () => `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws/runs/${encodeURIComponent(runId)}?since=${last}`,
-    onMessage,
-    onState,
-    isFinal: (close) => close.code === 4404,   // the server said there is no such run
-    onFinal: (close) => onState("error", close.reason || `no run with id '${runId}'`),
-  });
+  function openSocket() {
+    if (closed) return;
+    socket = reconnectingSocket({
+      url: () => `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws/runs/${encodeURIComponent(runId)}?since=${last}`,
+      onMessage,
+      onState,
+      isFinal: (close) => close.code === 4404,   // the server said there is no such run
+      onFinal: (close) => onState("error", close.reason || `no run with id '${runId}'`),
+    });
+  }
+
+  /** The recorded events in one batch; then the socket, unless the batch ended the run. */
+  async function preload() {
+    onState("connecting");
+    const recorded = await recordedEvents(runId, last);
+    if (closed) return;
+    const fresh = [];
+    for (const event of recorded) {
+      if (event.seq !== last + 1) break;       // the log is contiguous; anything else the socket resends
+      fresh.push(event);
+      last = event.seq;
+    }
+    if (fresh.length) onEvents(fresh);
+    const end = fresh.at(-1);
+    if (end && end.kind === "run" && FINAL_STATUSES.includes(end.status)) {
+      closed = true;
+      onState("closed");
+      return;
+    }
+    openSocket();
+  }
+  preload();
 
   return {
     /** The last seq delivered. */
@@ -53,14 +89,28 @@ export function connectRun(runId, { since = 0, onEvent, onState = () => {}, onNo
       return last;
     },
     /** Close for good (a new run replaces this one). */
-    close: () => socket.close(),
+    close: () => {
+      closed = true;
+      socket?.close();
+    },
     /** Send a control message, e.g. {op: "step", rank: 2}; false when the socket is not open. */
-    send: (message) => socket.send(message),
+    send: (message) => Boolean(socket?.send(message)),
     /** Whether control messages can go out now. */
     get open() {
-      return socket.open;
+      return Boolean(socket?.open);
     },
     /** Drop the socket as a network failure would (it reconnects); for trying resumption out. */
-    drop: () => socket.drop(),
+    drop: () => socket?.drop(),
   };
+}
+
+/** The run's recorded events after `since`, parsed; none where they cannot be had (the socket then says why). */
+async function recordedEvents(runId, since) {
+  try {
+    const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/events?since=${since}`);
+    if (!response.ok) return [];
+    return (await response.text()).split("\n").filter(Boolean).map((line) => JSON.parse(line));
+  } catch {
+    return [];
+  }
 }

@@ -7,7 +7,7 @@ import { onResize, textSizeChanged } from "paralab/dom.js";
 import { createStore } from "paralab/store.js";
 import { connectRun } from "paralab/connection.js";
 import { currentLang, t, tPlural } from "paralab/i18n.js";
-import { stateAt } from "paralab/replay.js";
+import { foldCache, stateAt } from "paralab/replay.js";
 import { bindHover } from "paralab/controls/hover.js";
 import { bindKeyboard } from "paralab/controls/keyboard.js";
 import { bindPanelTools, renderTables } from "paralab/controls/panel-tools.js";
@@ -19,7 +19,7 @@ import { readLocation, urlWriter } from "paralab/controls/permalink.js";
 import {
   bindParamsToggle, buildParamsForm, clearErrors, linkableParams, readParamsForm, setExpanded, showErrors, writeParamsForm,
 } from "paralab/controls/params-form.js";
-import { renderExplanation } from "paralab/views/explanation.js";
+import { renderExplanation, showExplained } from "paralab/views/explanation.js";
 import { renderNow } from "paralab/views/now.js";
 import { drawPanels, mountPanels } from "paralab/views/panels.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
@@ -70,6 +70,7 @@ const stepper = createStepper({ store, connection: () => connection, live: liveS
 
 // ---- drawing: at most once per frame, everything from the state at the cursor -------------------
 let frame = 0;
+const foldAt = foldCache();        // a step forwards folds the events stepped over, not the whole log again
 export function scheduleRender() {
   if (!frame) frame = requestAnimationFrame(render);
 }
@@ -77,7 +78,7 @@ export function scheduleRender() {
 function render() {
   frame = 0;
   const { run, log, cursor } = store.state;
-  const state = stateAt(log, cursor, run?.world_size || 0);
+  const state = foldAt(log, cursor, run?.world_size || 0);
   const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0, params: run?.params, contents: store.state.contents };
   // A live step-mode run: the ranks as they are now (what the stepper's buttons act on), folded once.
   const live = run?.step && !store.state.final ? (cursor === log.length - 1 ? state : liveState()) : null;
@@ -88,6 +89,7 @@ function render() {
   renderFailure($("#failure"), state);
   renderTables(state, ctx);
   if (lesson) renderSource($("#source"), state, { sources: runSources(run) || lesson.sources, onPick: scheduleRender });
+  showExplained($("#explanation"), log, cursor);
   cancelButton.hidden = !run || store.state.final;
   if (run && store.state.final && liveStatus(log)?.status === "done") markRan(run.lesson);
   document.body.classList.toggle("has-run", Boolean(run));
@@ -144,6 +146,7 @@ export function openRun(run, { seq = null } = {}) {
   store.load(run, { seq });
   connection = host.connect(run, {
     onEvent: (event) => store.append([event]),
+    onEvents: (events) => store.append(events),
     onNotice: (text) => stepper.say(text),
     onState: (state, detail) => {
       connectionState = state;
@@ -223,7 +226,7 @@ export async function useLesson(id, { values = {} } = {}) {
   setExpanded(form, true);
   $(".lesson-title").textContent = lesson.title;
   $(".lesson-summary").textContent = lesson.summary;
-  renderExplanation($("#explanation"), lesson.explanation, id);
+  renderExplanation($("#explanation"), lesson.explanation, id, lesson.explanation_steps);
   scheduleRender();
   return lesson;
 }
@@ -237,7 +240,10 @@ document.addEventListener("paralab:lang", async () => {
   if (!lesson) return;
   const shown = lessonId;
   const again = await host.fetchLesson(shown);
-  if (shown === lessonId) renderExplanation($("#explanation"), (lesson.explanation = again.explanation), shown);
+  if (shown === lessonId) {
+    Object.assign(lesson, { explanation: again.explanation, explanation_steps: again.explanation_steps });
+    renderExplanation($("#explanation"), lesson.explanation, shown, lesson.explanation_steps);
+  }
 });
 
 window.paralab = { store, get connection() { return connection; } };   // for the console and the tests

@@ -31,10 +31,32 @@ function rankState(rank) {
  * `worldSize` names the ranks before any of their events arrived.
  */
 export function stateAt(log, cursor, worldSize = 0) {
+  const state = emptyState(worldSize);
+  foldEvents(state, log, 0, cursor);
+  return finish(state, log, cursor);
+}
+
+/**
+ * `stateAt`, remembering the last state it made: a move forwards folds only the events stepped over
+ * (a → step on a run of 20,000 events is one event, not 20,000). A move back folds from the start.
+ * The state it returned before is changed in place by a later call: draw from the latest only.
+ */
+export function foldCache() {
+  let last = null;          // {log, worldSize, upTo, state}
+  return (log, cursor, worldSize = 0) => {
+    const reuse = last && last.log === log && last.worldSize === worldSize && cursor >= last.upTo && last.upTo >= 0;
+    const state = reuse ? last.state : emptyState(worldSize);
+    foldEvents(state, log, reuse ? last.upTo + 1 : 0, cursor);
+    last = { log, worldSize, upTo: Math.min(cursor, log.length - 1), state };
+    return finish(state, log, cursor);
+  };
+}
+
+function emptyState(worldSize) {
   const state = {
-    event: cursor >= 0 ? log[cursor] : null,
-    index: cursor,
-    total: log.length,
+    event: null,
+    index: -1,
+    total: 0,
     run: { status: "none", error: null, position: null, backend: null },
     ranks: [],
     collectives: new Map(),   // "group#cseq" → what each member has done in it
@@ -54,13 +76,18 @@ export function stateAt(log, cursor, worldSize = 0) {
     site: null,               // {path, line, rank, seq}: where the code is at the cursor
     tNow: 0,
   };
-  const rank = (r) => {
-    while (state.ranks.length <= r) state.ranks.push(rankState(state.ranks.length));
-    return state.ranks[r];
-  };
-  for (let r = 0; r < worldSize; r++) rank(r);
+  for (let r = 0; r < worldSize; r++) rankOf(state, r);
+  return state;
+}
 
-  for (let i = 0; i <= cursor && i < log.length; i++) {
+function rankOf(state, r) {
+  while (state.ranks.length <= r) state.ranks.push(rankState(state.ranks.length));
+  return state.ranks[r];
+}
+
+/** Fold log[from..to] into `state`. */
+function foldEvents(state, log, from, to) {
+  for (let i = from; i <= to && i < log.length; i++) {
     const e = log[i];
     state.tNow = Math.max(state.tNow, e.t || 0);
     if (e.kind === "run") {
@@ -69,7 +96,7 @@ export function stateAt(log, cursor, worldSize = 0) {
       continue;
     }
     if (e.rank === null || e.rank === undefined) continue;
-    const rs = rank(e.rank);
+    const rs = rankOf(state, e.rank);
     rs.last = e;
     rs.events += 1;
     if (e.site) rs.site = { ...parseSite(e.site), rank: e.rank, seq: e.seq };
@@ -119,7 +146,14 @@ export function stateAt(log, cursor, worldSize = 0) {
         break;
     }
   }
+}
 
+/** The fields that say where the cursor is, on a state folded up to `cursor`. */
+function finish(state, log, cursor) {
+  state.event = cursor >= 0 ? log[cursor] : null;
+  state.index = cursor;
+  state.total = log.length;
+  state.site = null;
   const event = state.event;
   const stuck = event && event.kind === "run" && event.error?.kind === "hang" ? hangSite(event.error) : null;
   if (stuck) state.site = { ...stuck, seq: event.seq };

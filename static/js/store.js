@@ -13,6 +13,21 @@ import { emptyContents, noteEvent } from "paralab/log-contents.js";
 
 export const FINAL_STATUSES = ["done", "failed", "cancelled"];
 export const BASE_EVENTS_PER_SECOND = 4;
+export const BASE_CALLS_PER_SECOND = 2;
+const AUTO_BY_CALL_EVENTS = 500;   // "auto" plays a run of more events than this call by call
+
+/** What a tick of Play moves by now: "call" or "event" (the choice, or for "auto", by the run's size). */
+export function playUnit(state) {
+  if (state.playBy !== "auto") return state.playBy;
+  return state.log.length > AUTO_BY_CALL_EVENTS ? "call" : "event";
+}
+
+/** A collective or send/recv starting. */
+export const isCall = (e) => (e.kind === "collective" || e.kind === "p2p") && e.phase === "begin";
+
+/** A call starting that no rank started before: a send, or a collective's first member's begin (its first
+ *  rank in the group). What Play "per call" moves by: a pipeline run has ten times fewer of them than events. */
+export const startsCall = (e) => isCall(e) && (e.kind === "p2p" ? e.op === "send" : e.rank === (e.ranks?.length ? e.ranks[0] : 0));
 
 export function createStore() {
   const listeners = new Map();
@@ -23,7 +38,8 @@ export function createStore() {
     follow: true,       // at the end of a live run, move with new events
     held: false,        // the viewer paused: do not follow
     playing: false,     // advance one event per tick
-    speed: 1,           // × BASE_EVENTS_PER_SECOND
+    speed: 1,           // × BASE_EVENTS_PER_SECOND, or × BASE_CALLS_PER_SECOND
+    playBy: "auto",     // what a tick of Play moves by: "call" (to the next call started), "event", or "auto" (playUnit)
     final: false,       // the log holds the run's final status
     pendingSeq: null,   // a seq asked for before it arrived (a shared URL)
     contents: emptyContents(),   // what the whole log holds (log-contents.js): which panels the page shows
@@ -137,9 +153,9 @@ export function createStore() {
       emit("playback");
     },
 
-    /** One playback tick: the next event, or stop at the end of a finished run. */
+    /** One playback tick: the next event (or call), or stop at the end of a finished run. */
     tick() {
-      if (!atEnd()) moveTo(state.cursor + 1);
+      if (!atEnd()) moveTo(playUnit(state) === "call" ? nextCallStart(state.log, state.cursor) : state.cursor + 1);
       else if (state.final) {
         state.playing = false;
         emit("playback");
@@ -150,5 +166,17 @@ export function createStore() {
       state.speed = speed;
       emit("playback");
     },
+
+    /** Play by "call", by "event", or "auto". */
+    setPlayBy(unit) {
+      state.playBy = ["call", "event"].includes(unit) ? unit : "auto";
+      emit("playback");
+    },
   };
+}
+
+/** The index of the next call started after `cursor`, or the last event when no call follows. */
+function nextCallStart(log, cursor) {
+  for (let i = cursor + 1; i < log.length; i++) if (startsCall(log[i])) return i;
+  return log.length - 1;
 }

@@ -35,6 +35,7 @@ def snapshot(page: Page) -> dict:
     """What the views show at the cursor, as text (once they have drawn the step the counter names)."""
     seq = re.match(r"seq (\d+)", counter(page).inner_text()).group(1)
     expect(page.locator("#now .now-seq")).to_have_text(f"#{seq}")
+    expect(page.locator(".panel[data-stale]")).to_have_count(0)     # the panels out of view drawn too
     current = page.locator(".source-code .line.current")
     return {
         "counter": counter(page).inner_text(),

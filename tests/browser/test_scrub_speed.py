@@ -1,29 +1,115 @@
-"""Scrubbing stays quick on a big run: a → or ← step on the 1,043-event pipeline run (Interleaved1F1B,
-v = 2, m = 8, 4 ranks) is drawn well within a lecturer's key repeat. bench/scrub_speed.py measures the
-same more thoroughly. The bound is loose for a loaded 2-core machine: with another browser suite running
-beside it, a step took 90–105 ms (median) before the views redrew in place, and 24–29 ms after."""
+"""Big runs stay quick: the 1,043-event pipeline run (Interleaved1F1B, v = 2, m = 8, 4 ranks) opens in
+about a second, a → or ← step and a Home or End jump are drawn well within a lecturer's key repeat, and
+its Gantt chart (painted on a canvas past a few hundred blocks) zooms and pans. bench/scrub_speed.py
+measures the same more thoroughly, on runs up to 17,000 events (docs/benchmarks.md).
+
+The bounds are loose for a loaded 2-core machine. With another browser suite running beside it, a step
+took 90–105 ms (median) before the views redrew in place, and 24–29 ms after; opening the run took
+2–3 s when its events came one websocket message each, the page drawing between them."""
 
 from __future__ import annotations
 
+import json
+import re
+import time
+
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.scrub_timing import step_actions, summary, time_actions
+from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions
 
 pytestmark = pytest.mark.browser
 
 MEDIAN_BOUND_MS = 80
+JUMP_BOUND_MS = 120
+OPEN_BOUND_S = 2.0
 PARAMS = {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 8}
 
 
-def test_a_step_on_a_big_pipeline_run_is_quick(page: Page, server):
+@pytest.fixture(scope="module")
+def big_run(server) -> dict:
     run = server.run("pp", 4, PARAMS)
     assert run["status"] == "done", run["error"]
     assert run["events"] > 1000, run["events"]
+    return run
+
+
+def open_at_end(page: Page, server, run: dict) -> float:
+    """Open the recorded run; the seconds from navigation until its last event is drawn."""
+    page.goto(f"{server.url}/lessons/pp")                 # the page's modules loaded and cached first
+    expect(page.locator(".lesson-title")).not_to_be_empty()
+    start = time.monotonic()
     page.goto(f"{server.url}/lessons/pp?run={run['id']}")
     expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {run['events']} / {run['events']}")
-    time_actions(page, step_actions(run["events"], "ArrowRight", 10, bursts=2))          # warm up
-    forward = summary(time_actions(page, step_actions(run["events"], "ArrowRight", 60, bursts=6)))
-    back = summary(time_actions(page, step_actions(run["events"], "ArrowLeft", 60, bursts=6)))
+    expect(page.locator("#pipeline canvas.gantt")).to_be_visible()
+    return time.monotonic() - start
+
+
+def test_a_step_on_a_big_pipeline_run_is_quick(page: Page, server, big_run):
+    open_at_end(page, server, big_run)
+    time_actions(page, step_actions(big_run["events"], "ArrowRight", 6, bursts=2))           # warm up
+    forward = summary(time_actions(page, step_actions(big_run["events"], "ArrowRight", 30, bursts=5)))
+    back = summary(time_actions(page, step_actions(big_run["events"], "ArrowLeft", 30, bursts=5)))
     assert forward["median"] < MEDIAN_BOUND_MS, f"→ steps: {forward}"
     assert back["median"] < MEDIAN_BOUND_MS, f"← steps: {back}"
+
+
+def test_a_big_run_opens_at_once_and_jumps_end_to_end_quickly(page: Page, server, big_run):
+    opened = min(open_at_end(page, server, big_run) for _ in range(2))
+    assert opened < OPEN_BOUND_S, f"opening {big_run['events']} events took {opened:.2f} s"
+    end = summary(time_actions(page, jump_actions("End", 5)))
+    home = summary(time_actions(page, jump_actions("Home", 5)))
+    assert end["median"] < JUMP_BOUND_MS, f"End: {end}"
+    assert home["median"] < JUMP_BOUND_MS, f"Home: {home}"
+
+
+def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, server, big_run):
+    open_at_end(page, server, big_run)
+    chart = page.locator("#pipeline canvas.gantt")
+    counter = page.locator("#scrubber .seq-counter")
+    page.mouse.move(0, 0)
+    whole = chart.screenshot()
+    chart.hover()
+    page.mouse.wheel(0, -800)                                 # zoom in about the pointer
+    expect(chart).to_have_attribute("data-zoom", "in")
+    zoomed = chart.screenshot()
+    assert zoomed != whole
+    chart.focus()
+    page.keyboard.press("ArrowLeft")                          # with the chart focused, ← pans, it does not step
+    expect(counter).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
+    assert chart.screenshot() != zoomed
+    page.keyboard.press("0")                                  # the whole run again
+    expect(chart).not_to_have_attribute("data-zoom", "in")
+    chart.blur()                                              # no focus ring in the picture
+    page.mouse.move(0, 0)
+    assert chart.screenshot() == whole
+
+
+def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, server, big_run):
+    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
+    starts = {e["seq"] for e in events if e.get("phase") == "begin" and (   # a send, or a collective's first member
+        e["kind"] == "p2p" and e["op"] == "send" or e["kind"] == "collective" and e["rank"] == e["ranks"][0])}
+    open_at_end(page, server, big_run)
+    counter = page.locator("#scrubber .seq-counter")
+    seq_now = lambda: int(re.match(r"seq (\d+)", counter.inner_text()).group(1))
+
+    def visited(unit: str) -> list[int]:
+        page.keyboard.press("Home")
+        expect(counter).to_have_text(f"seq 1 / {big_run['events']}")
+        page.locator("#scrubber select[name=play-by]").select_option(unit)
+        page.locator("#scrubber select[name=speed]").select_option("4")
+        page.get_by_role("button", name="▶ Play").click()
+        seen = []
+        for _ in range(12):
+            page.wait_for_timeout(100)
+            seen.append(seq_now())
+        page.get_by_role("button", name="❚❚ Pause").click()
+        return sorted(set(seen) - {1})
+
+    by_call = visited("call")
+    assert by_call and set(by_call) <= starts, f"Play by call stopped off a call's start: {set(by_call) - starts}"
+    assert by_call[-1] > 30, by_call                          # 8 calls a second pass many events
+    by_event = visited("event")
+    assert by_event and by_event[-1] < by_call[-1], (by_event, by_call)   # one event a tick, not a call
+    assert set(by_event) - starts, by_event

@@ -25,6 +25,10 @@ export function bindHover(tooltip) {
   }
   document.addEventListener("pointermove", (event) => {
     const canvas = event.target;
+    if (canvas instanceof HTMLCanvasElement && canvas.gantt) {      // a big run's Gantt chart (views/gantt-canvas.js)
+      const title = canvas.gantt.titleAt(event.clientX, event.clientY);
+      return title ? show(title) : hide();
+    }
     const map = canvas instanceof HTMLCanvasElement ? canvas.heatmap : null;
     if (!map) return hide();
     const rect = canvas.getBoundingClientRect();

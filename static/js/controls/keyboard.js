@@ -4,8 +4,7 @@
  * call by call, not event by event. Keys typed into a form field (text, number, select) are left alone.
  */
 
-/** A collective or send/recv starting. */
-const isCall = (e) => (e.kind === "collective" || e.kind === "p2p") && e.phase === "begin";
+import { isCall } from "paralab/store.js";
 
 /** A computation starting on another microbatch than the one at the cursor's. */
 const microbatchOf = (log, index) => {

@@ -7,6 +7,7 @@
 
 import { cacheOf, changed, h, place } from "paralab/dom.js";
 import { download, picturePng, pictureSvg } from "paralab/controls/picture-export.js";
+import { bindFocusKeys, focusButton } from "paralab/controls/focus.js";
 import { TABLES } from "paralab/views/tables.js";
 
 const SHOWN_KEY = "paralab:tables";
@@ -62,7 +63,8 @@ function panelTools(panel, picture, store, { exportable }) {
       h("button", { type: "button", class: "tool", "data-export": "svg", title: "Save this picture as SVG",
                     onclick: () => download(new Blob([pictureSvg(picture).text], { type: "image/svg+xml" }), fileName(store, id, "svg")) }, "SVG"));
   }
-  if (tools.childElementCount) panel.prepend(tools);
+  tools.append(focusButton(panel));
+  panel.prepend(tools);
 }
 
 /**
@@ -70,6 +72,7 @@ function panelTools(panel, picture, store, { exportable }) {
  * `exportRun`: false where the run cannot be fetched again (an exported file).
  */
 export function bindPanelTools(store, { root = document, exportRun = true } = {}) {
+  bindFocusKeys();
   for (const panel of root.querySelectorAll(".stage > .panel")) {
     const picture = panel.querySelector(":scope > div[id]");
     if (!picture || !panel.querySelector(":scope > h2")) continue;
@@ -96,16 +99,41 @@ export function bindPanelTools(store, { root = document, exportRun = true } = {}
 /**
  * Fill each shown panel's table(s) from the state at the cursor (cheap: redrawn only when the step
  * changes, and a row that reads as before stays as it is). A hidden panel's table waits until
- * the panel is shown (nobody, screen readers included, can read it before).
+ * the panel is shown (nobody, screen readers included, can read it before); a table not toggled on
+ * (there for screen readers) is brought up to date when the browser is idle.
  * ctx: {runId, worldSize, lesson, params}.
  */
 export function renderTables(state, ctx) {
+  const later = [];
   for (const [id, make] of Object.entries(TABLES)) {
     const box = document.getElementById(`table-${id}`);
-    if (!box || box.closest(".panel")?.hidden || !changed(box, `${ctx.runId}|${state.index}`)) continue;
-    const cache = cacheOf(box);
-    const tables = state.index >= 0 ? [make(state, { ...ctx, cache })].flat().filter(Boolean) : [];
-    place(box, tables.length ? tables : [cache.get("empty", () => h("p", { class: "empty" }, "Nothing at this step."))]);
-    cache.done();
+    if (!box || box.closest(".panel")?.hidden) continue;
+    if (box.classList.contains("visually-hidden")) later.push([box, make]);   // read by screen readers: when idle
+    else drawTable(box, make, state, ctx);
   }
+  hiddenTables = { later, state, ctx };
+  if (later.length && !hiddenTablesDue) {
+    hiddenTablesDue = true;
+    if (window.requestIdleCallback) requestIdleCallback(drawHiddenTables, { timeout: 500 });
+    else setTimeout(drawHiddenTables, 50);
+  }
+}
+
+// The tables not shown (each a row per span on a big run: thousands) are brought up to date when the
+// browser is idle, with the latest step's state, so that a step is drawn within its frame.
+let hiddenTables = { later: [], state: null, ctx: null };
+let hiddenTablesDue = false;
+function drawHiddenTables() {
+  hiddenTablesDue = false;
+  const { later, state, ctx } = hiddenTables;
+  for (const [box, make] of later) drawTable(box, make, state, ctx);
+  hiddenTables = { later: [], state: null, ctx: null };
+}
+
+function drawTable(box, make, state, ctx) {
+  if (!changed(box, `${ctx.runId}|${state.index}`)) return;
+  const cache = cacheOf(box);
+  const tables = state.index >= 0 ? [make(state, { ...ctx, cache })].flat().filter(Boolean) : [];
+  place(box, tables.length ? tables : [cache.get("empty", () => h("p", { class: "empty" }, "Nothing at this step."))]);
+  cache.done();
 }

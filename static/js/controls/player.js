@@ -1,13 +1,14 @@
-/** Playback: while the store says `playing`, one event per tick at the chosen speed. */
+/** Playback: while the store says `playing`, one event (or call: the store's `playBy`) per tick at the chosen speed. */
 
-import { BASE_EVENTS_PER_SECOND } from "paralab/store.js";
+import { BASE_CALLS_PER_SECOND, BASE_EVENTS_PER_SECOND, playUnit } from "paralab/store.js";
 
 export function bindPlayer(store) {
   let timer = null;
   let period = 0;
   function sync() {
     const { playing, speed } = store.state;
-    const want = playing ? 1000 / (BASE_EVENTS_PER_SECOND * speed) : 0;
+    const base = playUnit(store.state) === "call" ? BASE_CALLS_PER_SECOND : BASE_EVENTS_PER_SECOND;
+    const want = playing ? 1000 / (base * speed) : 0;
     if (want === period) return;
     clearInterval(timer);
     timer = null;

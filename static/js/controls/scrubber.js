@@ -10,6 +10,7 @@ export function bindScrubber(root, store) {
   const range = root.querySelector('input[type="range"]');
   const counter = root.querySelector(".seq-counter");
   const speed = root.querySelector('select[name="speed"]');
+  const playBy = root.querySelector('select[name="play-by"]');
   const play = $("play");
   const live = root.querySelector(".live-badge");
 
@@ -20,6 +21,7 @@ export function bindScrubber(root, store) {
   play.addEventListener("click", () => (store.state.playing ? store.pause() : store.play()));
   range.addEventListener("input", () => store.seek(Number(range.value) - 1));
   speed.addEventListener("change", () => store.setSpeed(Number(speed.value)));
+  playBy?.addEventListener("change", () => store.setPlayBy(playBy.value));
 
   function render() {
     const { log, cursor, playing, follow, final, run } = store.state;
@@ -37,6 +39,7 @@ export function bindScrubber(root, store) {
     for (const name of ["next", "last"]) $(name).disabled = cursor >= total - 1;
     play.disabled = total === 0;
     speed.value = String(store.state.speed);
+    if (playBy) playBy.value = store.state.playBy;
     live.hidden = !(run && !final && follow);
   }
   for (const name of ["cursor", "log", "playback", "run"]) store.on(name, render);

@@ -11,6 +11,7 @@
 
 import { morphElement, nodeCache, place, s, setAttributes } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
+import { CANVAS_BLOCKS, ganttCanvas } from "paralab/views/gantt-canvas.js";
 
 /** A tick step of 1, 2 or 5 × 10^k that cuts `span` into about `parts`. */
 export function niceStep(span, parts = 6) {
@@ -72,12 +73,18 @@ export function rowLabel(row, y, height, frame, { chip = true } = {}) {
 }
 
 /**
- * The chart as an SVG element. `axis` from timeAxis; `now`: the cursor's time (a vertical line);
+ * The chart as an SVG element (a canvas, gantt-canvas.js, past CANVAS_BLOCKS blocks). `axis` from timeAxis; `now`: the cursor's time (a vertical line);
  * `axisLabel`: under the ticks. `cache` (dom.js nodeCache): a redraw with it keeps the same <svg> and
  * every part whose drawing did not change — a step moves a few blocks, not the chart.
  */
 export function ganttSvg({ rows, arrows = [], axis, frame, now = null, axisLabel = "time since the first block (ms)",
                            className = "", ariaLabel = "timeline of each rank", gap = 0.45, cache = nodeCache() }) {
+  const blocks = rows.reduce((n, row) => n + row.lanes.reduce((k, lane) => k + lane.blocks.length, 0), 0);
+  if (blocks > CANVAS_BLOCKS) {       // a big run: painted, zoomable (gantt-canvas.js)
+    const canvas = cache.get("canvas", () => document.createElement("canvas"));
+    cache.done();
+    return ganttCanvas(canvas, { rows, arrows, axis, frame, now, axisLabel, className, ariaLabel, gap });
+  }
   const rem = frame.rem;
   const X = xScale(frame, axis);
   const top = 0.3 * rem;

@@ -3,26 +3,19 @@
  * A step changes a lane's words and a span or two, so the lanes are kept and changed in place.
  */
 
-import { cacheOf, fill, h, morph, place, s, setAttributes } from "paralab/dom.js";
+import { cacheOf, fill, h, morph, place, remPx, setAttributes, sizeOf } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { activity } from "paralab/replay.js";
 
 const ICON = { gate: "❚❚", compute: "⚙", collective: "⇄", p2p: "→", check: "✓", tensor: "▦", error: "✗", finished: "■", idle: "·", metric: "Σ" };
-const WIDTH = 1000;          // the timeline's viewBox width
-const MIN_SPAN = 3;          // the narrowest span drawn, in viewBox units
-
-const timelines = new WeakMap();    // a lane's timeline <svg> → its parts {axis, group, nowLine, start, rects}
+const MIN_SPAN_PX = 1.5;     // the narrowest span drawn
 
 function laneItem(rank) {
-  const parts = { axis: s("line", { x1: 0, x2: WIDTH, y1: 12, y2: 12, class: "timeline-axis" }), group: s("g", { class: "timeline-spans" }),
-                  nowLine: s("line", { y1: 0, y2: 24, class: "timeline-now" }), start: null, rects: new Map() };
-  const svg = s("svg", { class: "timeline", viewBox: `0 0 ${WIDTH} 24`, preserveAspectRatio: "none", "aria-hidden": "true" });
-  timelines.set(svg, parts);
   return h("li", { class: "lane", "data-rank": rank, style: { "--rank": rankColour(rank) } },
     h("span", { class: "rank-chip" }, `rank ${rank}`),
     h("span", { class: "lane-icon", "aria-hidden": "true" }),
     h("span", { class: "lane-activity" }),
-    svg);
+    h("canvas", { class: "timeline", "aria-hidden": "true" }));
 }
 
 function showActivity(lane, rs, state) {
@@ -34,34 +27,54 @@ function showActivity(lane, rs, state) {
 }
 
 /**
- * The spans between `t0` and `t1` across the lane. They are drawn in seconds since `t0` inside a group
- * scaled to the viewBox, so a step that moves `t1` rescales the group and leaves the spans' own
- * coordinates alone (only those drawn at the narrowest width change).
+ * The rank's spans between `t0` and `t1` across the lane, painted on a canvas: a run of thousands of
+ * events has hundreds of spans a rank, and as SVG nodes each step restyled them all.
  */
-function showTimeline(svg, rs, state, t0, t1) {
-  const parts = timelines.get(svg);
-  const k = WIDTH / Math.max(t1 - t0, 1e-6);
-  // The narrowest width in seconds, from k rounded down to a power of 2^¼: it changes every few steps, not
-  // at every step (and with it every narrow span), and draws those spans at most a fifth wider.
-  const narrowest = MIN_SPAN / 2 ** (Math.floor(4 * Math.log2(k)) / 4);
-  setAttributes(parts.group, { transform: `scale(${k} 1)` });
-  if (parts.start !== t0) Object.assign(parts, { start: t0, rects: new Map() });
-  const rects = new Map();
-  for (const span of rs.spans) {
-    const rect = parts.rects.get(span.seq) || s("rect", {});
-    const collective = span.kind !== "compute";
-    setAttributes(rect, {
-      x: span.t0 - t0, width: Math.max((span.t1 ?? state.tNow) - span.t0, narrowest), y: collective ? 2 : 7, height: collective ? 20 : 10,
-      fill: rankColour(rs.rank), "fill-opacity": collective ? 0.9 : 0.35, class: ["span", span.kind, span.t1 === null && "open"].filter(Boolean).join(" "),
-    });
-    rects.set(span.seq, rect);
+function showTimeline(canvas, rs, state, t0, t1) {
+  const width = sizeOf(canvas).width || 300;
+  const height = 1.3 * remPx();
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
   }
-  parts.rects = rects;
-  place(parts.group, [...rects.values()]);
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  const k = width / Math.max(t1 - t0, 1e-6);
+  const y = (v) => (v / 24) * height;                  // the lane is 24 units high, as it was drawn before
+  ctx.strokeStyle = "#cbd5e1";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(0, y(12));
+  ctx.lineTo(width, y(12));
+  ctx.stroke();
+  const colour = rankColour(rs.rank);
+  ctx.fillStyle = colour;
+  const open = [];
+  for (const span of rs.spans) {
+    const collective = span.kind !== "compute";
+    const x = (span.t0 - t0) * k;
+    const w = Math.max(((span.t1 ?? state.tNow) - span.t0) * k, MIN_SPAN_PX);
+    const top = collective ? y(2) : y(7);
+    const h_ = collective ? y(20) : y(10);
+    ctx.globalAlpha = collective ? 0.9 : 0.35;
+    ctx.fillRect(x, top, w, h_);
+    if (span.t1 === null) open.push([x, top, w, h_]);
+  }
+  ctx.globalAlpha = 1;
+  ctx.strokeStyle = "#0f172a";
+  ctx.setLineDash([3, 2]);
+  for (const [x, top, w, h_] of open) ctx.strokeRect(x, top, w, h_);
+  ctx.setLineDash([]);
   const e = state.event;
-  const here = e && e.rank === rs.rank;
-  if (here) setAttributes(parts.nowLine, { x1: (e.t - t0) * k, x2: (e.t - t0) * k });
-  place(svg, here ? [parts.axis, parts.group, parts.nowLine] : [parts.axis, parts.group]);
+  if (e && e.rank === rs.rank) {
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo((e.t - t0) * k, 0);
+    ctx.lineTo((e.t - t0) * k, height);
+    ctx.stroke();
+  }
 }
 
 export function renderLanes(container, state) {
@@ -71,8 +84,9 @@ export function renderLanes(container, state) {
       : "Press ▶ Run to start the ranks. Then step through what they did: Space or → next event, ← back, Home/End, or ▶ Play."));
     return;
   }
-  const times = state.ranks.flatMap((rs) => rs.spans.map((sp) => sp.t0));
-  const t0 = times.length ? Math.min(...times) : 0;
+  let t0 = Infinity;
+  for (const rs of state.ranks) if (rs.spans.length) t0 = Math.min(t0, rs.spans[0].t0);   // spans are in time order
+  if (t0 === Infinity) t0 = 0;
   const t1 = Math.max(state.tNow, t0 + 1e-3);
   const list = container.querySelector(":scope > ol.lanes") || fill(container, h("ol", { class: "lanes" })).firstChild;
   const cache = cacheOf(container);

@@ -3,14 +3,21 @@
  * view, in the registry's order, and at each drawing the views whose data the log holds shown and
  * drawn, the others hidden. One redraw strategy for all: each view draws the state at the cursor and
  * keeps what did not change (see dom.js).
+ *
+ * A step draws at once only the panels on screen (or just shown); those scrolled out of view are drawn
+ * when the browser is idle, or as soon as they scroll in. On a run of thousands of events the panels
+ * below the fold cost as much as the one the viewer looks at, and a step must fit in a frame.
  */
 
 import { h } from "paralab/dom.js";
 import { VIEWS, viewsFor } from "paralab/views/registry.js";
 
+const IDLE_WAIT_MS = 500;       // the longest an off-screen panel waits for an idle moment
+
 /** One hidden panel per view, placed after `anchor` in its parent; returns id → {view, section, body}. */
 export function mountPanels(anchor, views = VIEWS) {
   const panels = new Map();
+  const deferred = deferredDrawing();
   let last = anchor;
   for (const view of views) {
     const heading = h("h2", { id: `h-${view.id}` }, view.note ? [`${view.title} `, h("span", { class: "panel-note" }, view.note)] : view.title);
@@ -19,7 +26,8 @@ export function mountPanels(anchor, views = VIEWS) {
       heading, body);
     last.after(section);
     last = section;
-    panels.set(view.id, { view, section, body });
+    panels.set(view.id, { view, section, body, deferred });
+    deferred.watch(section);
   }
   return panels;
 }
@@ -30,12 +38,67 @@ export function mountPanels(anchor, views = VIEWS) {
  */
 export function drawPanels(panels, state, ctx) {
   const shown = new Set(viewsFor(ctx.contents, { ran: Boolean(ctx.runId) }));
-  for (const { view, section, body } of panels.values()) {
-    if (!shown.has(view)) {
-      section.hidden = true;
+  const later = [];
+  let deferred = null;
+  for (const panel of panels.values()) {
+    deferred = panel.deferred;
+    if (!shown.has(panel.view)) {
+      panel.section.hidden = true;
       continue;
     }
-    section.hidden = false;          // visible first: the drawings size themselves to the panel's width
-    section.hidden = view.render(body, state, ctx) === false;
+    if (panel.section.hidden || deferred.onScreen(panel.section)) draw(panel, state, ctx);
+    else later.push(panel);
   }
+  deferred?.due(later, state, ctx);
+}
+
+function draw({ view, section, body }, state, ctx) {
+  delete section.dataset.stale;
+  section.hidden = false;          // visible first: the drawings size themselves to the panel's width
+  section.hidden = view.render(body, state, ctx) === false;
+}
+
+/**
+ * The panels whose last drawing waits: which sections are on screen (an IntersectionObserver, so no
+ * layout is forced to know it), and the panels due, drawn one per idle moment or when they scroll in.
+ */
+function deferredDrawing() {
+  const visible = new Set();
+  let pending = { panels: [], state: null, ctx: null };
+  let scheduled = false;
+  const drawPending = (panel) => {
+    pending.panels = pending.panels.filter((p) => p !== panel);
+    draw(panel, pending.state, pending.ctx);
+  };
+  const observer = typeof IntersectionObserver === "function" ? new IntersectionObserver((entries) => {
+    for (const { target, isIntersecting } of entries) {
+      if (isIntersecting) visible.add(target);
+      else visible.delete(target);
+      const panel = isIntersecting && pending.panels.find((p) => p.section === target);
+      if (panel) drawPending(panel);
+    }
+  }, { rootMargin: "120px" }) : null;
+  const idle = (fn) => (window.requestIdleCallback ? requestIdleCallback(fn, { timeout: IDLE_WAIT_MS }) : setTimeout(fn, 50));
+  function drawOne() {
+    scheduled = false;
+    const next = pending.panels[0];
+    if (!next) return;
+    drawPending(next);
+    if (pending.panels.length) schedule();
+  }
+  function schedule() {
+    if (scheduled) return;
+    scheduled = true;
+    idle(drawOne);
+  }
+  return {
+    watch: (section) => observer?.observe(section),
+    onScreen: (section) => !observer || visible.has(section),
+    /** These panels are to show `state`, once the browser has a moment (the latest call wins). */
+    due(panels, state, ctx) {
+      for (const panel of panels) panel.section.dataset.stale = "";   // what a test waits on (none left: all drawn)
+      pending = { panels, state, ctx };
+      if (panels.length) schedule();
+    },
+  };
 }

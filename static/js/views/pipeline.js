@@ -111,8 +111,10 @@ function ganttRows(state, { placement, slow, slowFactor, extent }) {
         busy += t1 - sp.t0;
         compute.push({ id: sp.seq, t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
                        data: { "data-kind": sp.name, "data-mb": mb, "data-stage": stage },
-                       title: t("rank {rank} · stage {stage} · {name} of microbatch {mb}", { rank: rs.rank, stage, name: sp.name, mb })
-                         + (sp.t1 === null ? ` ${t("(running)")}` : ` · ${formatMs(sp.t1 - sp.t0)}`) });
+                       get title() {      // written when asked for: a big run's canvas asks only on hover
+                         return t("rank {rank} · stage {stage} · {name} of microbatch {mb}", { rank: rs.rank, stage, name: sp.name, mb })
+                           + (sp.t1 === null ? ` ${t("(running)")}` : ` · ${formatMs(sp.t1 - sp.t0)}`);
+                       } });
       } else if (sp.kind === "p2p") {
         comm.push(p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) }));
       } else {
@@ -206,7 +208,7 @@ function idealGridSvg(schedule, frame, { slow }) {
 /** Each cell of the ideal grid as done, running (outlined) or todo (faded) at the cursor. */
 function showProgress(svg, progress) {
   for (const cell of svg.querySelectorAll(".ideal-cell")) {
-    const action = parseAction(cell.dataset.action);
+    const action = (cell.action ??= parseAction(cell.dataset.action));
     const states = (action.overlap || [action]).map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
     const state = states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
     const cls = ["ideal-cell", action.overlap && "overlap", state].filter(Boolean).join(" ");

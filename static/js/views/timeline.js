@@ -63,12 +63,13 @@ export function pairSendRecv(p2p) {
 /** A send/recv as blocks of the communication lane: a recv as a bar (the rank waits in it), a send as a tick. */
 export function p2pBlock(sp, state, extra = {}) {
   const dur = (sp.t1 ?? state.tNow) - sp.t0;
-  const what = sp.label || t(sp.op === "send" ? "{op} to rank {peer}" : "{op} from rank {peer}", sp);
+  const what = () => sp.label || t(sp.op === "send" ? "{op} to rank {peer}" : "{op} from rank {peer}", sp);
+  // Titles are written when asked for: a big run's chart (a canvas) asks only for the block hovered.
   if (sp.op === "send") {
-    return { t0: sp.t0, tick: true, fill: P2P_COLOUR, cls: "send", title: `rank ${sp.rank}: ${what} ${t("(to rank {peer})", sp)}`, ...extra };
+    return { t0: sp.t0, tick: true, fill: P2P_COLOUR, cls: "send", get title() { return `rank ${sp.rank}: ${what()} ${t("(to rank {peer})", sp)}`; }, ...extra };
   }
   return { t0: sp.t0, t1: sp.t1 ?? state.tNow, fill: "#cbd5e1", stroke: P2P_COLOUR, cls: ["recv", sp.t1 === null && "open"], ink: "#1e293b",
-           title: `rank ${sp.rank}: ${what} ${t("(from rank {peer})", sp)} — ${sp.t1 === null ? t("waiting") : formatMs(dur)}`, ...extra };
+           get title() { return `rank ${sp.rank}: ${what()} ${t("(from rank {peer})", sp)} — ${sp.t1 === null ? t("waiting") : formatMs(dur)}`; }, ...extra };
 }
 
 /** Arrows from each send to the end of the recv that took it; the ones at the cursor drawn dark. */

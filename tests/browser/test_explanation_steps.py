@@ -1,0 +1,44 @@
+"""A step-linked explanation: the section of the lesson's text about the phase the run is in is
+highlighted as the cursor reaches it (the `explains` markers of workers/lessons/pp/explain.en.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+
+def first_seq(events: list[dict], **fields) -> int:
+    return next(e["seq"] for e in events if all(e.get(k) == v for k, v in fields.items()))
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)])
+def test_the_section_about_the_current_phase_is_highlighted(browser, server, size):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page: Page = context.new_page()
+    run = server.run("pp", 2, {"microbatches": 4, "delay_ms": 0})
+    assert run["status"] == "done", run["error"]
+    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
+    page.goto(f"{server.url}/lessons/pp?run={run['id']}")
+    counter = page.locator("#scrubber .seq-counter")
+    expect(counter).to_have_text(f"seq {run['events']} / {run['events']}")
+    now = page.locator("#explanation [data-explains].explaining")                # the marked headings
+    heading = lambda text: page.locator("#explanation [data-explains]", has_text=text)
+
+    page.keyboard.press("Home")                                  # the run has not computed anything yet
+    expect(now).to_have_count(0)
+    for fields, text in [({"kind": "compute", "name": "F", "phase": "begin"}, "What this lesson shows"),
+                         ({"kind": "p2p", "op": "recv", "phase": "begin"}, "The bubble"),
+                         ({"kind": "compute", "name": "B", "phase": "begin"}, "GPipe against 1F1B")]:
+        seq = first_seq(events, **fields)
+        page.locator("#scrubber input[type=range]").fill(str(seq))
+        expect(counter).to_have_text(f"seq {seq} / {run['events']}")
+        expect(now).to_have_count(1)
+        expect(heading(text)).to_have_class(re.compile(r"\bexplaining\b"))
+    expect(page.locator("#explanation .explaining").first).to_be_visible()
+    context.close()
