@@ -19,7 +19,7 @@ def lesson_public(lesson: Lesson, choices: dict | None = None) -> dict:
     for field, values in (choices or {}).get(lesson.id, {}).items():
         schema["properties"][field]["enum"] = values
     return {"id": lesson.id, "title": lesson.title, "summary": lesson.summary,
-            "params": schema, "world_sizes": list(lesson.world_sizes)}
+            "params": schema, "world_sizes": list(lesson.world_sizes), "texts": lesson.texts()}
 
 
 @router.get("", response_model=list[LessonPublic])
