@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from app.deps import RunManagerDep
+from app.messages import Refusal, say
 from app.schemas import LessonDetail, LessonPublic
 from workers.lessons import LESSONS, Lesson
 
@@ -35,6 +36,6 @@ def read_lesson(lesson_id: str, manager: RunManagerDep,
     """One lesson, with the source files the page shows and its explanation."""
     lesson = LESSONS.get(lesson_id)
     if lesson is None:
-        raise HTTPException(404, detail=f"no lesson {lesson_id!r}; known: {', '.join(LESSONS)}")
+        raise Refusal(404, say("lesson.not_found", "no lesson '{lesson}'; known: {known}", lesson=lesson_id, known=", ".join(LESSONS)))
     sources = [{"path": path, "text": text} for path, text in lesson.source_files()]
     return {**lesson_public(lesson, manager.launcher.info.get("choices")), "sources": sources, "explanation": lesson.explanation(lang)}

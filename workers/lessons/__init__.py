@@ -55,8 +55,8 @@ class Lesson:
     def dir(self) -> Path:
         return Path(importlib.import_module(f"{__name__}.{self.id}").__file__).resolve().parent
 
-    def runtime_problems(self, params: BaseModel, world_size: int) -> list[tuple[str, str]]:
-        """(field, message) for each torch-side rule broken (call where torch is imported)."""
+    def runtime_problems(self, params: BaseModel, world_size: int) -> list[tuple]:
+        """(field, message[, code, params]) for each torch-side rule broken (call where torch is imported)."""
         if self.runtime_rules is None:
             return []
         return importlib.import_module(self.runtime_rules).check(params, world_size)
