@@ -24,7 +24,7 @@ def index(request: Request):
 def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
     lesson = LESSONS.get(lesson_id)
     if lesson is None:
-        raise Refusal(404, say("lesson.not_found", "no lesson '{lesson}'", lesson=lesson_id))
+        raise Refusal(404, say("lesson.no_page", "no lesson '{lesson}'", lesson=lesson_id))
     templates = request.app.state.templates
     return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
 

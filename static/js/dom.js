@@ -1,6 +1,11 @@
-/** Building DOM and SVG nodes from data, with text always set as text (never parsed as HTML). */
+/** Building DOM and SVG nodes from data, with text always set as text (never parsed as HTML).
+ *  Every text child, `text`, and the words of `title`, `aria-label`, `placeholder` and `alt` are drawn in
+ *  the reader's language: each is looked up as a key (`tText`, docs/i18n.md), so a view writes English. */
+
+import { tText } from "paralab/i18n.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
+const WORDS = new Set(["title", "aria-label", "placeholder", "alt"]);
 
 function build(node, attrs, children) {
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -9,13 +14,13 @@ function build(node, attrs, children) {
     else if (key === "style" && typeof value === "object") {
       for (const [prop, v] of Object.entries(value)) node.style.setProperty(prop.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), v);
     }
-    else if (key === "text") node.textContent = value;
+    else if (key === "text") node.textContent = tText(value);
     else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : String(value));
+    else node.setAttribute(key, value === true ? "" : WORDS.has(key) ? tText(String(value)) : String(value));
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : document.createTextNode(typeof child === "string" ? tText(child) : String(child)));
   }
   return node;
 }
@@ -169,7 +174,10 @@ export function place(parent, nodes) {
 export function setAttributes(el, attrs) {
   for (const [name, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) el.removeAttribute(name);
-    else if (el.getAttribute(name) !== String(value)) el.setAttribute(name, String(value));
+    else {
+      const text = WORDS.has(name) ? tText(String(value)) : String(value);
+      if (el.getAttribute(name) !== text) el.setAttribute(name, text);
+    }
   }
   return el;
 }

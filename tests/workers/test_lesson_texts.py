@@ -1,11 +1,14 @@
-"""Every lesson carries its explanation and self-check questions, in English and Chinese, and the
-sources the page shows exist."""
+"""Every lesson carries its explanation and self-check questions, in English and Chinese, its other words
+in Chinese (texts.zh.json, docs/i18n.md's format), and the sources the page shows exist."""
 
 import json
+import re
 
 import pytest
 
 from workers.lessons import LESSONS, TEXT_SECTIONS, read_texts
+
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.mark.parametrize("lesson_id", sorted(LESSONS))
@@ -48,3 +51,26 @@ def test_a_language_for_a_lesson_comes_from_a_folder_on_paralab_i18n_path(tmp_pa
     assert lesson.texts()["eo"] == {"title": "Tensor-paralela MLP"}
     assert "zh" in lesson.texts()                                # beside the lesson, still there
     assert lesson.explanation("eo") == "## Klarigo\n"
+
+
+def _rule_codes(lesson) -> set[str]:
+    """The codes the lesson's own rules raise (`rule("<id>.…"` in pydantic validators, `_problem(…, "<id>.…"`
+    in torch-side rules)."""
+    codes = set()
+    for path in lesson.dir.glob("*.py"):
+        codes |= set(re.findall(rf'"({re.escape(lesson.id)}\.[a-z0-9_]+)"', path.read_text(encoding="utf-8")))
+    return codes
+
+
+@pytest.mark.parametrize("lesson_id", sorted(LESSONS))
+def test_each_lesson_is_complete_in_chinese(lesson_id):
+    """Its title, summary, every parameter's help and every rule's message (the events' strings are checked
+    in a browser, every lesson run: tests/browser/test_chinese.py)."""
+    lesson = LESSONS[lesson_id]
+    chinese = lesson.texts().get("zh")
+    assert chinese, f"{lesson_id} has no texts.zh.json"
+    assert chinese["title"] and chinese["summary"] and CHINESE.search(chinese["title"] + chinese["summary"])
+    assert set(chinese.get("params", {})) == set(lesson.params.model_fields), "every parameter's help"
+    assert _rule_codes(lesson) <= set(chinese.get("errors", {})), "every rule's message"
+    for key, text in {**chinese.get("text", {}), **chinese.get("errors", {})}.items():
+        assert set(re.findall(r"\{(\w+)\}", text)) == set(re.findall(r"\{(\w+)\}", key)) or "." in key, (key, text)
