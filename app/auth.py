@@ -26,7 +26,7 @@ from app.settings import Settings
 LOCAL = User("local", "admin", None)     # the one user of the lecture mode: may do everything
 SESSION_COOKIE = "paralab_session"
 
-PUBLIC_PREFIXES = ("/static/", "/api/auth/")
+PUBLIC_PREFIXES = ("/static/", "/api/auth/", "/api/i18n")   # the sign-in page speaks the reader's language too
 PUBLIC_PATHS = {"/healthz", "/login", "/favicon.ico"}
 
 

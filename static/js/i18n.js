@@ -55,9 +55,10 @@ async function load(lang) {
   if (!words) {
     try {
       const response = await fetch(`/api/i18n/${encodeURIComponent(lang)}`);
-      words = response.ok ? await response.json() : {};
+      if (!response.ok) return;                        // not loaded: the page stays in the language it has
+      words = await response.json();
     } catch {
-      words = {};
+      return;
     }
   }
   dictionaries[lang] = words;
@@ -215,6 +216,24 @@ function english(node, current, record) {
   return record && current === record[1] ? record[0] : current;
 }
 
+/** `was` now shows what `fresh` was drawn with (dom.js's morph): it keeps `fresh`'s English. */
+export function carryDrawn(fresh, was) {
+  if (written.has(fresh)) written.set(was, written.get(fresh));
+  else written.delete(was);
+}
+
+/** h() drew `shown` for the English `source` (in a text node, or in attribute `attr`): a switch of
+ *  language draws that node again from its English even where no view redraws it (a hidden panel). */
+export function noteDrawn(node, source, shown, attr = null) {
+  if (source === shown) return;
+  if (attr === null) written.set(node, [source, shown]);
+  else {
+    const records = written.get(node) || {};
+    records[attr] = [source, shown];
+    written.set(node, records);
+  }
+}
+
 /** The templates' own words under `root` in `lang`, by exact keys (and back to English). Run once when
  *  the page starts and at each switch — no watcher: what views draw, they draw through t() and h(). */
 export function translateShell(root = document.body, lang = currentLang()) {
@@ -255,8 +274,9 @@ export function applyLang(lang = currentLang()) {
 
 /** Switch the interface's language: load it, remember it, and tell the page ("paralab:lang" on document). */
 export async function setLang(lang) {
-  const wanted = Object.hasOwn(LANGS, lang) ? lang : "en";
-  await load(wanted);
+  const asked = Object.hasOwn(LANGS, lang) ? lang : "en";
+  await load(asked);
+  const wanted = dictionaries[asked] ? asked : "en";
   try {
     localStorage.setItem(KEY, wanted);
   } catch {
