@@ -18,6 +18,7 @@ from pathlib import Path
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from app.messages import Message, say
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 MIN_PASSWORD = 8
@@ -61,6 +62,10 @@ CREATE TABLE IF NOT EXISTS progress (
 
 class AccountError(ValueError):
     """Bad input: a name taken or malformed, a short password, an unknown class or code."""
+
+    def __init__(self, message: Message):
+        super().__init__(message.text)
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -133,18 +138,18 @@ class Accounts:
     # ---- users --------------------------------------------------------------------------------
     def create_user(self, name: str, password: str, role: str = "student", klass: str | None = None) -> User:
         if not NAME.match(name or ""):
-            raise AccountError("a name is 1–64 letters, digits, or . _ @ -, starting with a letter or digit")
+            raise AccountError(say("account.bad_name", "a name is 1–64 letters, digits, or . _ @ -, starting with a letter or digit"))
         _check_password(password)
         if role not in ("admin", "student"):
-            raise AccountError("role is admin or student")
+            raise AccountError(say("account.bad_role", "role is admin or student"))
         if klass is not None and not self._q("SELECT 1 FROM classes WHERE name=?", (klass,)):
-            raise AccountError(f"no class {klass!r}")
+            raise AccountError(say("account.no_class", "no class '{name}'", name=klass))
         try:
             uid = _new_uid()
             self._q("INSERT INTO users (name, password_hash, role, class, created_at, uid) VALUES (?, ?, ?, ?, ?, ?)",
                     (name, self._hasher.hash(password), role, klass, time.time(), uid))
         except sqlite3.IntegrityError:
-            raise AccountError(f"the name {name!r} is taken") from None
+            raise AccountError(say("account.name_taken", "the name '{name}' is taken", name=name)) from None
         return User(name, role, klass, 0, uid)
 
     def set_password(self, name: str, password: str) -> None:
@@ -159,7 +164,7 @@ class Accounts:
         rows = self._q("UPDATE users SET password_hash=?, session_epoch=session_epoch+1 WHERE name=? "
                        "RETURNING session_epoch", (self._hasher.hash(password), name))
         if not rows:
-            raise AccountError(f"no user {name!r}")
+            raise AccountError(say("account.no_user", "no user '{name}'", name=name))
         return rows[0]["session_epoch"]
 
     def end_sessions(self, name: str) -> None:
@@ -211,12 +216,12 @@ class Accounts:
     # ---- classes ------------------------------------------------------------------------------
     def create_class(self, name: str) -> dict:
         if not NAME.match(name or ""):
-            raise AccountError("a class name is 1–64 letters, digits, or . _ @ -")
+            raise AccountError(say("account.bad_class_name", "a class name is 1–64 letters, digits, or . _ @ -"))
         code = "-".join(secrets.token_hex(2).upper() for _ in range(3))
         try:
             self._q("INSERT INTO classes VALUES (?, ?, ?)", (name, code, time.time()))
         except sqlite3.IntegrityError:
-            raise AccountError(f"the class {name!r} exists") from None
+            raise AccountError(say("account.class_exists", "the class '{name}' exists", name=name)) from None
         return {"name": name, "code": code}
 
     def classes(self) -> list[dict]:
@@ -227,7 +232,7 @@ class Accounts:
     def sign_up(self, code: str, name: str, password: str) -> User:
         rows = self._q("SELECT name FROM classes WHERE code=?", ((code or "").strip().upper(),))
         if not rows:
-            raise AccountError("no class has that sign-up code")
+            raise AccountError(say("account.no_signup_code", "no class has that sign-up code"))
         return self.create_user(name, password, "student", rows[0]["name"])
 
     # ---- submissions ----------------------------------------------------------------------------
@@ -309,7 +314,7 @@ def merge_lesson_progress(kept: dict | None, seen: dict) -> dict:
 def _check_password(password: str) -> None:
     """The one rule for a password, at sign-up, creation and every change."""
     if len(password or "") < MIN_PASSWORD:
-        raise AccountError(f"a password has at least {MIN_PASSWORD} characters")
+        raise AccountError(say("account.short_password", "a password has at least {min} characters", min=MIN_PASSWORD))
 
 
 def _user(row: sqlite3.Row) -> User:

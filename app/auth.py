@@ -17,16 +17,17 @@ import secrets
 from pathlib import Path
 from urllib.parse import quote
 
-from fastapi import HTTPException
 from starlette.requests import HTTPConnection
 
 from app.accounts import Accounts, User
+from app.messages import Refusal, say
 from app.settings import Settings
 
 LOCAL = User("local", "admin", None)     # the one user of the lecture mode: may do everything
 SESSION_COOKIE = "paralab_session"
 
-PUBLIC_PREFIXES = ("/static/", "/api/auth/", "/api/external/")   # external: its own token (routes/external.py)
+# external: its own token (routes/external.py); i18n: the sign-in page speaks the reader's language too
+PUBLIC_PREFIXES = ("/static/", "/api/auth/", "/api/external/", "/api/i18n")
 PUBLIC_PATHS = {"/healthz", "/login", "/favicon.ico"}
 
 
@@ -52,7 +53,7 @@ def current_user(connection: HTTPConnection) -> User:
     user = connection.scope.get("paralab_user")
     if user is None:
         if auth_on(connection.app.state.settings):
-            raise HTTPException(401, detail="sign in first")
+            raise Refusal(401, say("auth.sign_in_first", "sign in first"))
         return LOCAL
     return user
 
@@ -60,7 +61,7 @@ def current_user(connection: HTTPConnection) -> User:
 def require_admin(connection: HTTPConnection) -> User:
     user = current_user(connection)
     if not user.admin:
-        raise HTTPException(403, detail="only an admin may do this")
+        raise Refusal(403, say("auth.admin_only", "only an admin may do this"))
     return user
 
 
@@ -109,9 +110,10 @@ class AuthGate:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4401, "reason": "sign in first"})
             return
-        status, detail = (403, "only an admin may do this") if user else (401, "sign in first")
+        status, message = ((403, say("auth.admin_only", "only an admin may do this")) if user
+                           else (401, say("auth.sign_in_first", "sign in first")))
         if path.startswith("/api/"):
-            body = json.dumps({"detail": detail}).encode()
+            body = json.dumps(message.body()).encode()
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         else:
             target = "/login?next=" + quote(path + ("?" + scope["query_string"].decode() if scope.get("query_string") else ""), safe="")

@@ -5,6 +5,7 @@ body used to hold the event loop for seconds while it was parsed."""
 from __future__ import annotations
 
 import json
+from app.messages import Message, say
 
 __all__ = ["BodyLimit"]
 
@@ -20,7 +21,7 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > self.max_bytes:
-            return await self._refuse(send, "Content-Length is not a number" if not declared.isdigit() else None)
+            return await self._refuse(send, say("http.bad_content_length", "Content-Length is not a number") if not declared.isdigit() else None)
         chunks, size = [], 0
         while True:
             message = await receive()
@@ -44,9 +45,10 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send, reason: str | None = None) -> None:
-        detail = reason or f"the request body is too large: at most {self.max_bytes} bytes"
-        body = json.dumps({"detail": detail}).encode()
+    async def _refuse(self, send, reason: Message | None = None) -> None:
+        message = reason or say("http.body_too_large", "the request body is too large: at most {max_bytes} bytes",
+                                max_bytes=self.max_bytes)
+        body = json.dumps(message.body()).encode()
         await send({"type": "http.response.start", "status": 413 if reason is None else 400,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})

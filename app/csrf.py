@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
+from app.messages import say
 
 __all__ = ["CrossSiteGate", "cross_site_refusal"]
 
@@ -61,8 +62,8 @@ def cross_site_refusal(headers: Headers, session_cookie: str, signs_in: bool = F
     if _url_host(source) in ours:
         return None
     kind = "Origin" if headers.get("origin") else "Referer"
-    return (f"cross-site request refused: its {kind} ({source[:200]}) is not this server "
-            f"({headers.get('host', '?')}); use the lab's own pages")
+    return say("auth.cross_site", "cross-site request refused: its {header} ({source}) is not this server "
+               "({host}); use the lab's own pages", header=kind, source=source[:200], host=headers.get("host", "?"))
 
 
 class CrossSiteGate:
@@ -78,9 +79,9 @@ class CrossSiteGate:
         if refusal is None:
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 4403, "reason": refusal[:120]})
+            await send({"type": "websocket.close", "code": 4403, "reason": refusal.text[:120]})
             return
-        body = json.dumps({"detail": refusal}).encode()
+        body = json.dumps(refusal.body()).encode()
         await send({"type": "http.response.start", "status": 403,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException
+from fastapi import Depends
 from starlette.requests import HTTPConnection
 
+from app.messages import Refusal, say
 from app.runs import Run, RunManager
 from app.settings import Settings
 
@@ -27,7 +28,7 @@ def get_run(run_id: str, manager: RunManagerDep, connection: HTTPConnection) -> 
     from app.auth import current_user, may_see
     run = manager.get(run_id)
     if run is None or not may_see(current_user(connection), run.owner):   # another user's run: 404 too
-        raise HTTPException(404, detail=f"no run with id {run_id!r}")
+        raise Refusal(404, say("run.not_found", "no run with id '{run_id}'", run_id=run_id))
     return run
 
 

@@ -7,6 +7,8 @@ whose peers passed another size (at 2 ranks a shape mismatch is a SIGABRT, not a
 
 from __future__ import annotations
 
+from app.messages import Message, say
+
 SPANS = ("collective", "p2p")
 
 
@@ -52,7 +54,7 @@ def diagnose(events: list[dict], world_size: int) -> dict:
     if stuck:
         return {"ranks": report_ranks, **_p2p_mismatch(stuck)}
     return {"ranks": report_ranks, "group": None, "cseq": None, "mismatch": "none", "missing": [],
-            "message": "no rank is inside a collective or send/recv"}
+            **say("hang.no_open_call", "no rank is inside a collective or send/recv").body("message")}
 
 
 def explain_crash(error: dict, events: list[dict], world_size: int) -> dict:
@@ -66,7 +68,12 @@ def explain_crash(error: dict, events: list[dict], world_size: int) -> dict:
     found = _collective_mismatch(stuck, events, states)
     if found["mismatch"] not in ("op mismatch", "size mismatch"):
         return error                     # a rank that died elsewhere leaves its peers waiting: a plain crash
-    return {**error, **found, "ranks": _report_ranks(states), "message": f"{error['message']}: {found['message']}"}
+    both = say("crash.diagnosed", "{crash}: {diagnosis}", crash=_nested(error), diagnosis=_nested(found))
+    return {**error, **found, "ranks": _report_ranks(states), **both.body("message")}
+
+
+def _nested(report: dict) -> dict:
+    return {"code": report.get("code"), "params": report.get("params", {}), "message": report["message"]}
 
 
 def _report_ranks(states: dict) -> dict:
@@ -81,33 +88,37 @@ def _collective_mismatch(stuck: list[dict], events: list[dict], states: dict) ->
     entered = {e["rank"]: e for e in events if e.get("kind") == "collective" and e.get("phase") == "begin"
                and e.get("group") == group and e.get("cseq") == cseq}
     missing = [r for r in members if r not in entered]
-    where = f"collective #{cseq} of group {group!r}"
     base = {"group": group, "cseq": cseq, "missing": missing}
     ops = {r: e["op"] for r, e in entered.items()}
     if len(set(ops.values())) > 1:
         listing = ", ".join(f"rank {r}: {op}" for r, op in sorted(ops.items()))
-        return {**base, "mismatch": "op mismatch",
-                "message": f"the ranks called different collectives as {where}: {listing}"}
+        return {**base, "mismatch": "op mismatch", **say(
+            "hang.op_mismatch", "the ranks called different collectives as collective #{cseq} of group '{group}': {listing}",
+            cseq=cseq, group=group, listing=listing).body("message")}
     shapes = {r: e.get("shape") for r, e in entered.items()}
     if len({str(s) for s in shapes.values()}) > 1:
         listing = ", ".join(f"rank {r}: {s}" for r, s in sorted(shapes.items()))
-        return {**base, "mismatch": "size mismatch",
-                "message": f"the ranks passed different shapes to {first['op']} ({where}): {listing}"}
+        return {**base, "mismatch": "size mismatch", **say(
+            "hang.size_mismatch", "the ranks passed different shapes to {op} (collective #{cseq} of group '{group}'): {listing}",
+            op=first["op"], cseq=cseq, group=group, listing=listing).body("message")}
     if missing:
         waiting = sorted(c["rank"] for c in stuck if c["group"] == group and c["cseq"] == cseq)
-        return {**base, "mismatch": "missing ranks",
-                "message": f"{ranks_phrase(waiting)} {'waits' if len(waiting) == 1 else 'wait'} in {first['op']} "
-                           f"({where}); {ranks_phrase(missing)} never entered it"
-                           + _elsewhere(missing, states, group, _finished(events))}
-    return {**base, "mismatch": "unknown",
-            "message": f"every rank entered {first['op']} ({where}) and none came out"}
+        notes = _elsewhere(missing, states, group, _finished(events))
+        code, verb = ("hang.missing_ranks_one", "waits") if len(waiting) == 1 else ("hang.missing_ranks", "wait")
+        return {**base, "mismatch": "missing ranks", **say(
+            code, "{waiting} " + verb + " in {op} (collective #{cseq} of group '{group}'); "
+            "{missing} never entered it ({notes})", waiting=ranks_phrase(waiting), op=first["op"], cseq=cseq,
+            group=group, missing=ranks_phrase(missing), notes=notes).body("message")}
+    return {**base, "mismatch": "unknown", **say(
+        "hang.none_came_out", "every rank entered {op} (collective #{cseq} of group '{group}') and none came out",
+        op=first["op"], cseq=cseq, group=group).body("message")}
 
 
-def ranks_phrase(ranks: list[int]) -> str:
+def ranks_phrase(ranks: list[int]) -> Message:
     """"rank 0", "ranks 0 and 1", "ranks 0, 1 and 3": ranks in a sentence, not a Python list."""
     if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+        return say("ranks.one", "rank {rank}", rank=ranks[0])
+    return say("ranks.many", "ranks {ranks} and {last}", ranks=", ".join(map(str, ranks[:-1])), last=ranks[-1])
 
 
 def _finished(events: list[dict]) -> set[int]:
@@ -115,13 +126,22 @@ def _finished(events: list[dict]) -> set[int]:
     return {e["rank"] for e in events if e.get("kind") == "rank" and e.get("status") == "finished"}
 
 
-def _elsewhere(missing: list[int], states: dict, group: str, finished: set[int]) -> str:
+def _elsewhere(missing: list[int], states: dict, group: str, finished: set[int]) -> list[Message]:
+    """Where each missing rank is: its last completed call in the group, and whether it finished."""
     notes = []
     for rank in missing:
         last = states.get(rank, {}).get(group, {}).get("last_completed")
-        note = f"rank {rank} last completed {'#%d %s' % (last['cseq'], last['op']) if last else 'nothing'}"
-        notes.append(note + (" and finished its program" if rank in finished else ""))
-    return " (" + "; ".join(notes) + ")"
+        if rank in finished:
+            note = (say("hang.last_completed_finished", "rank {rank} last completed #{cseq} {op} and finished its program",
+                        rank=rank, cseq=last["cseq"], op=last["op"]) if last else
+                    say("hang.completed_nothing_finished", "rank {rank} last completed nothing and finished its program",
+                        rank=rank))
+        else:
+            note = (say("hang.last_completed", "rank {rank} last completed #{cseq} {op}", rank=rank, cseq=last["cseq"],
+                        op=last["op"]) if last else
+                    say("hang.completed_nothing", "rank {rank} last completed nothing", rank=rank))
+        notes.append(note)
+    return notes
 
 
 def _matches(call: dict, other: dict) -> bool:
@@ -132,9 +152,11 @@ def _matches(call: dict, other: dict) -> bool:
 def _p2p_mismatch(stuck: list[dict]) -> dict:
     """Send/recv calls left open with no partner: who waits for whom, with which tag."""
     unmatched = [c for c in stuck if not any(_matches(c, other) for other in stuck)]
-    described = "; ".join(
-        f"rank {c['rank']} waits in {c['op']} {'to' if c['op'] == 'send' else 'from'} rank {c.get('peer')} "
-        f"(tag {c.get('tag', 0)})" for c in unmatched or stuck)
+    calls = [say("hang.waits_in_send", "rank {rank} waits in send to rank {peer} (tag {tag})",
+                 rank=c["rank"], peer=c.get("peer"), tag=c.get("tag", 0)) if c["op"] == "send" else
+             say("hang.waits_in_recv", "rank {rank} waits in recv from rank {peer} (tag {tag})",
+                 rank=c["rank"], peer=c.get("peer"), tag=c.get("tag", 0))
+             for c in unmatched or stuck]
     missing = sorted({c.get("peer") for c in unmatched if c.get("peer") is not None})
-    return {"group": "p2p", "cseq": None, "mismatch": "unmatched send/recv", "missing": missing,
-            "message": f"{described}: no send and recv pair up (same ranks, same tag)"}
+    return {"group": "p2p", "cseq": None, "mismatch": "unmatched send/recv", "missing": missing, **say(
+        "hang.unmatched_p2p", "{calls}: no send and recv pair up (same ranks, same tag)", calls=calls).body("message")}

@@ -136,7 +136,7 @@ class Launcher:
         return (await self._ask({"launch": request.to_json()}))["pid"]
 
     async def check(self, lesson: str, world_size: int, params: dict) -> list[tuple[str, str]]:
-        """A lesson's rules that need torch, checked in the launcher: [(field, message)]. The rules are
+        """A lesson's rules that need torch, checked in the launcher: [(field, message[, code, params])]. The rules are
         pure functions of their input: an answer is kept, and asked again it costs no round trip."""
         key = json.dumps([lesson, world_size, params], sort_keys=True)
         if key not in self._checked:

@@ -9,9 +9,10 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from app import auth
+from app import auth, i18n
 from app.accounts import Accounts
 from app.body_limit import BodyLimit
 from app.cookies import SecureCookies
@@ -19,9 +20,10 @@ from app.csrf import CrossSiteGate
 from app.external_runs import ExternalRuns
 from app.hub import Hub
 from app.local_origin import LocalOriginGate
+from app.messages import http_error
 from app.rooms import RoomManager
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
-from app.routes import external, progress as progress_routes, protocol as protocol_routes
+from app.routes import external, i18n as i18n_routes, progress as progress_routes, protocol as protocol_routes
 from app.runs import RunManager
 from app.submissions import Judge
 from app.settings import REPO_ROOT, Settings, settings as default_settings
@@ -52,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="A live visual lab for distributed-training parallelism.")
     app.state.settings = settings
     app.add_exception_handler(RequestValidationError, request_validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     hub = Hub()
     app.state.manager = RunManager(settings, hub)
     app.state.external = ExternalRuns(app.state.manager, settings.EXTERNAL_IDLE_S)   # torchrun jobs
@@ -77,8 +80,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings))
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
+    app.state.templates.env.globals["languages"] = i18n.switcher
+    app.state.templates.env.globals["lesson_names"] = i18n.lesson_names
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes,
-                   external, progress_routes):
+                   external, progress_routes, i18n_routes):
         app.include_router(module.router)
     return app

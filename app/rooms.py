@@ -28,6 +28,7 @@ from typing import Callable
 
 from app.hub import Hub
 from app.log_follower import TextCache, event_text
+from app.messages import Message, say
 from app.runs import Run, RunManager
 
 log = logging.getLogger("paralab.rooms")
@@ -126,7 +127,7 @@ class RoomManager:
     def is_presenter(self, room: Room, secret: str | None) -> bool:
         return secret is not None and hmac.compare_digest(_digest(secret), room.secret_digest)
 
-    def control_refusal(self, run: Run, secret: str | None) -> str | None:
+    def control_refusal(self, run: Run, secret: str | None) -> Message | None:
         """Why this client may not step, pause, continue or cancel `run`, or None. A run a room's
         presenter started is controlled with that room's secret only, whoever else can see it."""
         if run.room is None:
@@ -134,8 +135,8 @@ class RoomManager:
         room = self.rooms.get(run.room)
         if room is not None and self.is_presenter(room, secret):
             return None
-        return (f"run {run.id} is lecture room {run.room}'s: only its presenter controls it "
-                f"(with the room's secret: ?secret=…)")
+        return say("room.presenter_only_run", "run {run_id} is lecture room {room}'s: only its presenter controls it "
+                   "(with the room's secret: ?secret=…)", run_id=run.id, room=run.room)
 
     def topic(self, room: Room) -> str:
         return f"room:{room.code}"
@@ -154,7 +155,7 @@ class RoomManager:
 
     def seek(self, room: Room, seq) -> None:
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-            raise RoomError("seek needs a non-negative integer seq")
+            raise RoomError(say("room.seek_needs_seq", "seek needs a non-negative integer seq"))
         run = self.runs.get(room.run) if room.run else None
         room.cursor = min(seq, len(run.events)) if run else 0
         self._changed(room)
@@ -164,7 +165,8 @@ class RoomManager:
 
     def set_view(self, room: Room, view) -> None:
         if not isinstance(view, dict) or len(json.dumps(view)) > MAX_VIEW_BYTES:
-            raise RoomError(f"a view is a JSON object of at most {MAX_VIEW_BYTES} bytes")
+            raise RoomError(say("room.view_too_large", "a view is a JSON object of at most {max_bytes} bytes",
+                                max_bytes=MAX_VIEW_BYTES))
         room.view = view
         self._changed(room)
 

@@ -7,6 +7,7 @@ import json
 import time
 
 from app.run import Run
+from app.messages import Message, say
 from app.run_store import RunStore
 from app.settings import Settings
 from workers.protocol import Run as RunEvent
@@ -17,20 +18,20 @@ class StepControl:
         self.settings = settings
         self.store = store
 
-    def apply(self, run: Run, message: dict) -> str | None:
-        """Apply a control message (`step` [rank], `continue`, `pause`); an error text, or None."""
+    def apply(self, run: Run, message: dict) -> Message | None:
+        """Apply a control message (`step` [rank], `continue`, `pause`); the refusal, or None."""
         op = message.get("op")
         if run.final:
-            return f"run {run.id} has ended"
+            return say("run.ended", "run {run_id} has ended", run_id=run.id)
         if not self._allowed(run):
-            return (f"too many control messages for run {run.id}: at most "
-                    f"{self.settings.CONTROL_RATE_PER_S:g} a second")
+            return say("control.too_many", "too many control messages for run {run_id}: at most {rate} a second",
+                       run_id=run.id, rate=self.settings.CONTROL_RATE_PER_S)
         if op == "step":
             rank = message.get("rank")
             if rank is None:
                 targets = sorted(run.waiting)
             elif isinstance(rank, bool) or not isinstance(rank, int) or rank not in run.waiting:
-                return f"rank {rank} is not waiting at a gate"
+                return say("control.not_waiting", "rank {rank} is not waiting at a gate", rank=str(rank)[:32])
             else:
                 targets = [rank]
             for released in targets:          # released now: a second "step" must not release it again
@@ -43,7 +44,7 @@ class StepControl:
                 run.stepping = stepping
                 self.store.record(run, RunEvent(t=run.now(), status="running", stepping=stepping).to_dict())
         else:
-            return f"unknown control op {op!r}"
+            return say("control.unknown_op", "unknown control op '{op}'", op=str(op)[:64])
         return None
 
     def _allowed(self, run: Run) -> bool:

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Callable
 
+from app.messages import run_error, say
 from app.run import Run
 from app.run_outcome import Outcome
 from app.run_store import RunStore
@@ -71,7 +72,8 @@ class Ingest:
             message["rank"] = rank   # a rank speaks only for itself
             if (wrong := problem(message)) is not None:   # never shown: the run fails, naming the field
                 self.outcome.kill(run)
-                self.outcome.finish(run, "failed", {"kind": "protocol", "rank": rank, "message": f"rank {rank} sent {wrong}"})
+                self.outcome.finish(run, "failed", run_error("protocol", say(
+                    "run.protocol_error", "rank {rank} sent {problem}", rank=rank, problem=wrong), rank=rank))
                 return
             run.last_event_at = time.monotonic()
             self.outcome.record_all(run, run.order.admit(message))

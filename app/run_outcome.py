@@ -11,6 +11,7 @@ import time
 from typing import Callable
 
 from app import flight_recorder
+from app.messages import run_error, say
 from app.run import Run
 from app.run_store import RunStore
 from app.settings import Settings
@@ -101,16 +102,19 @@ class Outcome:
         rank = first["rank"]
         raised = run.rank_errors.get(rank)
         if raised is not None:
-            return {"kind": "crash", "rank": rank, "message": f"rank {rank} raised {raised['message']}",
-                    "site": raised.get("site"), "traceback": raised.get("traceback")}
+            return run_error("crash", say("crash.raised", "rank {rank} raised {exception}", rank=rank,
+                                          exception=raised["message"]),
+                             rank=rank, site=raised.get("site"), traceback=raised.get("traceback"))
         code = first["code"]
-        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
-        return {"kind": "crash", "rank": rank, "message": f"rank {rank} {how}", "site": run.last_site(rank)}
+        how = (say("crash.killed", "rank {rank} was killed by {signal}", rank=rank, signal=signal.Signals(-code).name)
+               if code < 0 else say("crash.exited", "rank {rank} exited with status {status}", rank=rank, status=code))
+        return run_error("crash", how, rank=rank, site=run.last_site(rank))
 
     def timeout_error(self, run: Run) -> dict:
         limit = self.time_limit(run)   # a step-mode run has the longer limit
-        return {"kind": "timeout", "message": f"the run passed its wall-clock limit of {limit:g} s",
-                "ranks": {str(r): run.last_site(r) for r in range(run.world_size)}}
+        return run_error("timeout", say("run.wall_clock_limit", "the run passed its wall-clock limit of {seconds} s",
+                                        seconds=_seconds(limit)),
+                         ranks={str(r): run.last_site(r) for r in range(run.world_size)})
 
     # ---- watching a running run ----------------------------------------------------------------------
     async def watch(self, run: Run) -> None:
@@ -129,8 +133,10 @@ class Outcome:
             if flight_recorder.open_calls(run.events, run.world_size):
                 self.kill(run)
                 report = flight_recorder.diagnose(run.events, run.world_size)
-                message = f"hung for {run.hang_timeout_s:g} s: {report.pop('message')}"
-                self.finish(run, "failed", {"kind": "hang", "message": message, **report})
+                diagnosis = {key: report.pop(key) for key in ("code", "params", "message")}
+                message = say("hang.hung", "hung for {seconds} s: {diagnosis}", seconds=_seconds(run.hang_timeout_s),
+                              diagnosis=diagnosis)
+                self.finish(run, "failed", run_error("hang", message, **report))
 
     def _supervisor_died(self, run: Run) -> bool:
         """The supervisor is gone without its report (killed; or the launcher died, taking it along):
@@ -142,8 +148,9 @@ class Outcome:
         if now - run.supervisor_gone_at < CHANNEL_DRAIN_S:
             return False
         self.kill(run)
-        self.finish(run, "failed", {"kind": "supervisor", "message": (
-            f"the run's supervisor (pid {run.pid}) died without reporting; its ranks were stopped with it")})
+        self.finish(run, "failed", run_error("supervisor", say(
+            "run.supervisor_died", "the run's supervisor (pid {pid}) died without reporting; its ranks were stopped with it",
+            pid=run.pid)))
         return True
 
     def _idle_too_long(self, run: Run) -> bool:
@@ -153,9 +160,15 @@ class Outcome:
         if not run.waiting or time.monotonic() - max(run.last_control_at, run.last_event_at) < limit:
             return False
         self.kill(run)
-        self.finish(run, "failed", {"kind": "idle", "message": (
-            f"nobody stepped, continued or paused this run for {limit:g} s; it was ended to free its slot")})
+        self.finish(run, "failed", run_error("idle", say(
+            "run.idle", "nobody stepped, continued or paused this run for {seconds} s; it was ended to free its slot",
+            seconds=_seconds(limit))))
         return True
+
+
+def _seconds(value: float) -> float | int:
+    """A number of seconds as `:g` writes it: 6, not 6.0."""
+    return int(value) if float(value).is_integer() else value
 
 
 def _failed_in_communication(run: Run, rank: int) -> bool:

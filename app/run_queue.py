@@ -10,6 +10,7 @@ import time
 from typing import Callable
 
 from app.launcher import Launcher
+from app.messages import run_error, say
 from app.run import Run
 from app.run_outcome import Outcome
 from app.run_store import RunStore
@@ -23,7 +24,9 @@ KILL_GRACE_S = 5.0         # the server's own limit is the run's limit plus this
 
 
 class QueueFull(Exception):
-    pass
+    def __init__(self, queued: int):
+        super().__init__(f"{queued} runs are already queued; try again shortly")
+        self.queued = queued
 
 
 class RunQueue:
@@ -41,7 +44,7 @@ class RunQueue:
     def put(self, run: Run) -> None:
         queued = sum(1 for r in self.store.runs.values() if r.status == "queued")
         if queued >= self.settings.MAX_QUEUED_RUNS:
-            raise QueueFull(f"{queued} runs are already queued; try again shortly")
+            raise QueueFull(queued)
         self.store.add(run)
         self.announce_positions()
         self._queue.put_nowait(run.id)
@@ -90,6 +93,6 @@ class RunQueue:
                 watchdog.cancel()
         except Exception as exc:   # the launcher failed: the run fails, the server goes on
             log.exception("run %s could not be launched", run.id)
-            self.outcome.finish(run, "failed", {"kind": "launch", "message": f"could not start the ranks: {exc}"})
+            self.outcome.finish(run, "failed", run_error("launch", say("run.launch_failed", "could not start the ranks: {reason}", reason=str(exc))))
         finally:
             self._slots.release()

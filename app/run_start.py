@@ -8,9 +8,11 @@ import functools
 from pydantic import ValidationError
 from starlette import status
 
+from app.messages import Message, refusal_body, say
 from app.runs import QueueFull, Run, RunManager
 from app.schemas import RunCreate
 from app.settings import Settings
+from app.validation import error_params
 from workers.lessons import LESSONS
 
 
@@ -25,23 +27,28 @@ def sandbox_available() -> bool:
 
 
 class RunRejected(Exception):
-    """Nothing was started; `detail` is FastAPI's validation-error list (or a sentence)."""
+    """Nothing was started; `detail` is FastAPI's validation-error list (each error with its `type` and
+    `params`, the page's key), or a Message."""
 
-    def __init__(self, status_code: int, detail):
+    def __init__(self, status_code: int, detail: list | Message):
         super().__init__(detail)
         self.status, self.detail = status_code, detail
 
+    def body(self) -> dict:
+        return self.detail.body() if isinstance(self.detail, Message) else refusal_body(self.status, self.detail)
 
-def _invalid(loc: list, message: str) -> RunRejected:
+
+def _invalid(loc: list, message: Message) -> RunRejected:
     return RunRejected(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                       [{"loc": ["body", *loc], "msg": message, "type": "value_error"}])
+                       [{"loc": ["body", *loc], "msg": message.text, "type": message.code, "params": message.params}])
 
 
 def _backend(settings: Settings, devices: int, world_size: int) -> str:
     if settings.BACKEND == "auto":
         return "nccl" if devices >= world_size else "gloo"
     if settings.BACKEND == "nccl" and devices < world_size:
-        raise _invalid(["world_size"], f"NCCL needs one GPU per rank: {world_size} ranks, {devices} GPUs")
+        raise _invalid(["world_size"], say("run.nccl_needs_gpus", "NCCL needs one GPU per rank: {world_size} ranks, {devices} GPUs",
+                                            world_size=world_size, devices=devices))
     return settings.BACKEND
 
 
@@ -49,16 +56,18 @@ def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> No
     """The hosted lab's limits on one user: runs in flight (queued or running), step-mode runs among
     them (each holds a run slot while it waits on a person), ranks for a student."""
     if not user.admin and body.world_size > settings.MAX_RANKS_PER_STUDENT:
-        raise _invalid(["world_size"], f"a student may start at most {settings.MAX_RANKS_PER_STUDENT} ranks")
+        raise _invalid(["world_size"], say("lab.student_max_ranks", "a student may start at most {max} ranks",
+                                            max=settings.MAX_RANKS_PER_STUDENT))
     mine = manager.in_flight(user.name)
     if mine >= settings.MAX_RUNS_PER_USER:
-        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
-                          f"you have {mine} runs queued or running; the limit is {settings.MAX_RUNS_PER_USER}")
+        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS, say(
+            "lab.runs_quota", "you have {runs} runs queued or running; the limit is {limit}",
+            runs=mine, limit=settings.MAX_RUNS_PER_USER))
     stepping = manager.in_flight(user.name, step_only=True)
     if body.step and stepping >= settings.MAX_STEP_RUNS_PER_USER:
-        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS,
-                          f"you have {stepping} step-mode runs open; the limit is {settings.MAX_STEP_RUNS_PER_USER} "
-                          f"(cancel one, or let it continue to the end)")
+        raise RunRejected(status.HTTP_429_TOO_MANY_REQUESTS, say(
+            "lab.step_runs_quota", "you have {runs} step-mode runs open; the limit is {limit} "
+            "(cancel one, or let it continue to the end)", runs=stepping, limit=settings.MAX_STEP_RUNS_PER_USER))
 
 
 async def start_run(manager: RunManager, settings: Settings, body: RunCreate, user=None,
@@ -77,23 +86,27 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
         _quota(manager, settings, body, user)
     lesson = LESSONS.get(body.lesson)
     if lesson is None:
-        raise _invalid(["lesson"], f"unknown lesson {body.lesson!r}; known: {', '.join(LESSONS)}")
+        raise _invalid(["lesson"], say("run.unknown_lesson", "unknown lesson '{lesson}'; known: {known}",
+                                       lesson=body.lesson, known=", ".join(LESSONS)))
     allowed = [n for n in lesson.world_sizes if n <= settings.MAX_RANKS]
     if body.world_size not in allowed:
-        raise _invalid(["world_size"], f"world_size {body.world_size} is not allowed for {lesson.id}; "
-                                       f"choose one of {allowed}")
+        raise _invalid(["world_size"], say("run.world_size_not_allowed",
+                                           "world_size {world_size} is not allowed for {lesson}; choose one of {allowed}",
+                                           world_size=body.world_size, lesson=lesson.id, allowed=str(allowed)))
     try:
         params = lesson.validate(body.params, body.world_size)
     except ValidationError as exc:
         raise RunRejected(status.HTTP_422_UNPROCESSABLE_CONTENT, [
-            {"loc": ["body", "params", *err["loc"]], "msg": err["msg"], "type": err["type"]}
-            for err in exc.errors(include_url=False, include_context=False, include_input=False)])
+            {"loc": ["body", "params", *err["loc"]], "msg": err["msg"], "type": err["type"],
+             "params": error_params(err.get("ctx"))}
+            for err in exc.errors(include_url=False, include_input=False)])
     if lesson.runtime_rules:
         problems = await manager.launcher.check(lesson.id, body.world_size, params.model_dump())
         if problems:
             raise RunRejected(status.HTTP_422_UNPROCESSABLE_CONTENT, [
-                {"loc": ["body", "params", field], "msg": message, "type": "value_error"}
-                for field, message in problems])
+                {"loc": ["body", "params", field], "msg": message, "type": coded[0] if coded else "value_error",
+                 "params": coded[1] if len(coded) > 1 else {}}
+                for field, message, *coded in problems])
     backend = _backend(settings, manager.launcher.info.get("devices", 0), body.world_size)
     values = params.model_dump()
     if user is not None:      # again, with no await before `create`: counting and reserving are one step
@@ -103,4 +116,5 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
                               values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None,
                               room=room)
     except QueueFull as exc:
-        raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
+        raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, say(
+            "run.queue_full", "{queued} runs are already queued; try again shortly", queued=exc.queued))

@@ -9,6 +9,7 @@ import logging
 import time
 
 from app.hub import Hub
+from app.messages import run_error, say
 from app.recording import Recording, recorded_ids
 from app.run import Run
 from app.settings import Settings
@@ -44,7 +45,7 @@ class RunStore:
             self._recorded[run_id] = meta
             if meta.get("status") not in FINAL_STATUSES:
                 meta["status"] = "failed"
-                meta["error"] = {"kind": "interrupted", "message": "the server stopped while this run was in flight"}
+                meta["error"] = run_error("interrupted", say("run.interrupted", "the server stopped while this run was in flight"))
                 events = recording.load_events()   # the log, too, ends with how the run ended
                 ended = RunEvent(t=events[-1]["t"] if events else 0.0, status="failed", error=meta["error"])
                 events.append({"seq": len(events) + 1, "rank": None, **ended.to_dict()})

@@ -11,6 +11,7 @@ import secrets
 
 from app.hub import Hub
 from app.launcher import Launcher
+from app.messages import Message, run_error, say
 from app.run import Run
 from app.run_control import StepControl
 from app.run_ingest import Ingest
@@ -60,7 +61,7 @@ class RunManager:
         for run in list(self.runs.values()):
             if not run.final:
                 self.outcome.kill(run)
-                self.outcome.finish(run, "cancelled", {"kind": "cancelled", "message": "the server stopped"})
+                self.outcome.finish(run, "cancelled", run_error("cancelled", say("run.server_stopped", "the server stopped")))
         for task in self._tasks:
             task.cancel()
         self.ingest.stop()
@@ -109,7 +110,7 @@ class RunManager:
         if run.final:
             return
         self.outcome.kill(run)
-        self.outcome.finish(run, "cancelled", {"kind": "cancelled", "message": "cancelled by the user"})
+        self.outcome.finish(run, "cancelled", run_error("cancelled", say("run.cancelled_by_user", "cancelled by the user")))
 
     def delete_owned_by(self, owner: str) -> int:
         """Cancel `owner`'s runs in flight and delete every run of theirs, recorded or in memory (their
@@ -135,5 +136,5 @@ class RunManager:
     def tensor(self, run: Run, tensor_id: str) -> dict | None:
         return self.store.tensor(run, tensor_id)
 
-    def control(self, run: Run, message: dict) -> str | None:
+    def control(self, run: Run, message: dict) -> Message | None:
         return self.steps.apply(run, message)

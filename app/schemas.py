@@ -13,6 +13,9 @@ class LessonPublic(BaseModel):
     summary: str
     params: dict[str, Any] = Field(description="JSON schema of the lesson's parameters")
     world_sizes: list[int]
+    texts: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "{lang: the lesson's texts.<lang>.json}: its title, summary, parameter help and event strings "
+        "translated (docs/i18n.md)"))
 
 
 class LessonDetail(LessonPublic):

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable
+from app.messages import Message, say
 
 __all__ = ["Blocked", "SignInLimit"]
 
@@ -23,7 +24,7 @@ MAX_KEYS = 10_000         # past this many names and addresses, the expired ones
 @dataclass(frozen=True)
 class Blocked:
     retry_after_s: int        # whole seconds until a sign-in may be tried again
-    message: str
+    message: Message
 
 
 class SignInLimit:
@@ -42,9 +43,11 @@ class SignInLimit:
             by_name = self._wait_s(("name", name), self.per_name, now)
             by_address = self._wait_s(("address", address), self.per_address, now)
         if by_name:
-            return Blocked(by_name, f"too many wrong passwords for {name!r}; try again in {by_name} s")
+            return Blocked(by_name, say("auth.too_many_for_name", "too many wrong passwords for '{name}'; try again in {seconds} s",
+                                    name=name, seconds=by_name))
         if by_address:
-            return Blocked(by_address, f"too many failed sign-ins from your address; try again in {by_address} s")
+            return Blocked(by_address, say("auth.too_many_from_address", "too many failed sign-ins from your address; "
+                                       "try again in {seconds} s", seconds=by_address))
         return None
 
     def failed(self, name: str, address: str) -> None:

@@ -16,6 +16,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from app.accounts import Accounts
+from app.messages import say
 from app.settings import Settings
 
 log = logging.getLogger("paralab.submissions")
@@ -107,7 +108,8 @@ class Judge:
     def submit(self, user: str, problem: str, code: str) -> str:
         limit = self.settings.MAX_SUBMISSIONS_PER_USER
         if self.in_flight(user) >= limit:
-            raise TooMany(f"you have {limit} submissions waiting or being judged; wait for one to finish")
+            raise TooMany(say("lab.submissions_quota", "you have {limit} submissions waiting or being judged; "
+                              "wait for one to finish", limit=limit))
         sid = self.accounts.add_submission(user, problem, code)
         self.queue.put(user, sid)
         self._wake.set()

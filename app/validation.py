@@ -5,15 +5,32 @@ without the value."""
 
 from __future__ import annotations
 
+import math
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 
 def refusal(errors) -> list[dict]:
-    """Each error's `loc`, `msg` and `type`: always encodable (a `loc` part may be a bad key)."""
+    """Each error's `loc`, `msg`, `type` and `params` (pydantic's `ctx`: the bound broken, `ge`, `max_length`…,
+    the page's key to translate `msg` by `type`): always encodable (a `loc` part may be a bad key)."""
     return [{"loc": [part if isinstance(part, int) else _printable(str(part)) for part in err.get("loc", ())],
-             "msg": _printable(str(err.get("msg", ""))), "type": str(err.get("type", ""))} for err in errors]
+             "msg": _printable(str(err.get("msg", ""))), "type": str(err.get("type", "")),
+             "params": error_params(err.get("ctx"))} for err in errors]
+
+
+def error_params(ctx) -> dict:
+    """pydantic's `ctx` as JSON can carry it: finite numbers and short strings (an exception as its text)."""
+    params = {}
+    for name, value in (ctx or {}).items():
+        if isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value)):
+            params[name] = value
+        elif isinstance(value, (list, tuple)):
+            params[name] = _printable(", ".join(map(str, value)))
+        else:
+            params[name] = _printable(str(value))
+    return params
 
 
 def _printable(text: str) -> str:
@@ -22,4 +39,4 @@ def _printable(text: str) -> str:
 
 
 async def request_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    return JSONResponse({"detail": refusal(exc.errors())}, status_code=422)
+    return JSONResponse({"detail": refusal(exc.errors()), "code": "validation", "params": {}}, status_code=422)

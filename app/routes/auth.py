@@ -8,11 +8,12 @@ import csv
 import io
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
 from app.accounts import AccountError, User
 from app.auth import auth_on, current_user, require_admin, sign_in
+from app.messages import Refusal, say
 from app.routes.submissions import cancel_or_409
 
 router = APIRouter(tags=["accounts"])
@@ -60,7 +61,7 @@ def _refuse_if_blocked(request: Request, name: str) -> None:
     """429 with Retry-After once the sign-in rate limit holds this name or this client's address."""
     blocked = request.app.state.signin_limit.blocked(name, _address(request))
     if blocked:
-        raise HTTPException(429, detail=blocked.message, headers={"Retry-After": str(blocked.retry_after_s)})
+        raise Refusal(429, blocked.message, headers={"Retry-After": str(blocked.retry_after_s)})
 
 
 @router.post("/api/auth/login")
@@ -68,12 +69,12 @@ def login(body: SignIn, request: Request):
     """Sign in: a session cookie, or 401 for a wrong name or password (the same words for both);
     429 after too many wrong ones for this name or from this address (PARALAB_SIGNIN_*)."""
     if not auth_on(request.app.state.settings):
-        raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off): nobody needs to sign in")
+        raise Refusal(404, say("auth.accounts_off_no_sign_in", "accounts are off (PARALAB_AUTH=off): nobody needs to sign in"))
     _refuse_if_blocked(request, body.name)
     user = _accounts(request).authenticate(body.name, body.password)
     if user is None:
         request.app.state.signin_limit.failed(body.name, _address(request))
-        raise HTTPException(401, detail="wrong name or password")
+        raise Refusal(401, say("auth.wrong_password", "wrong name or password"))
     request.app.state.signin_limit.succeeded(body.name)
     sign_in(request, user)
     return user.public()
@@ -94,11 +95,11 @@ def logout(request: Request):
 def signup(body: SignUp, request: Request):
     """A student joins a class with its sign-up code, and is signed in."""
     if not auth_on(request.app.state.settings):
-        raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off)")
+        raise Refusal(404, say("auth.accounts_off", "accounts are off (PARALAB_AUTH=off)"))
     try:
         user = _accounts(request).sign_up(body.code, body.name, body.password)
     except AccountError as exc:
-        raise HTTPException(422, detail=str(exc))
+        raise Refusal(422, exc.message)
     sign_in(request, user)
     return user.public()
 
@@ -108,15 +109,15 @@ def change_password(body: PasswordChange, request: Request, user: UserDep):
     """Change your own password: 403 when `current` is wrong (it counts against the sign-in limit),
     422 when `new` breaks the sign-up rules. Your other sessions end; this one goes on."""
     if not auth_on(request.app.state.settings):
-        raise HTTPException(404, detail="accounts are off (PARALAB_AUTH=off)")
+        raise Refusal(404, say("auth.accounts_off", "accounts are off (PARALAB_AUTH=off)"))
     _refuse_if_blocked(request, user.name)
     if _accounts(request).authenticate(user.name, body.current) is None:
         request.app.state.signin_limit.failed(user.name, _address(request))
-        raise HTTPException(403, detail="the current password is wrong")
+        raise Refusal(403, say("auth.wrong_current_password", "the current password is wrong"))
     try:
         epoch = _accounts(request).change_password(user.name, body.new)
     except AccountError as exc:
-        raise HTTPException(422, detail=str(exc))
+        raise Refusal(422, exc.message)
     request.session["epoch"] = epoch
     return user.public()
 
@@ -138,13 +139,13 @@ def create_user(body: UserCreate, request: Request, admin: AdminDep):
     try:
         return _accounts(request).create_user(body.name, body.password, body.role, body.klass).public()
     except AccountError as exc:
-        raise HTTPException(422, detail=str(exc))
+        raise Refusal(422, exc.message)
 
 
 def _existing_user(request: Request, name: str) -> User:
     user = _accounts(request).user(name)
     if user is None:
-        raise HTTPException(404, detail=f"no user {name!r}")
+        raise Refusal(404, say("account.no_user", "no user '{name}'", name=name))
     return user
 
 
@@ -156,7 +157,7 @@ def reset_password(name: str, body: PasswordReset, request: Request, admin: Admi
     try:
         epoch = _accounts(request).change_password(name, body.password)
     except AccountError as exc:
-        raise HTTPException(422, detail=str(exc))
+        raise Refusal(422, exc.message)
     request.app.state.signin_limit.succeeded(name)
     if name == admin.name:
         request.session["epoch"] = epoch          # your own: this session goes on
@@ -169,7 +170,7 @@ async def delete_user(name: str, request: Request, admin: AdminDep):
     flight is cancelled, and nothing of it is left for a new account of the same name. Not your own
     account (409)."""
     if name == admin.name:
-        raise HTTPException(409, detail="you cannot delete your own account; another admin can")
+        raise Refusal(409, say("account.delete_self", "you cannot delete your own account; another admin can"))
     _existing_user(request, name)
     accounts, judge, manager = _accounts(request), request.app.state.judge, request.app.state.manager
     in_flight = accounts.submissions(name, statuses=("queued", "judging"), limit=10_000)
@@ -191,7 +192,7 @@ def create_class(body: ClassCreate, request: Request, admin: AdminDep):
     try:
         return _accounts(request).create_class(body.name)
     except AccountError as exc:
-        raise HTTPException(422, detail=str(exc))
+        raise Refusal(422, exc.message)
 
 
 @router.get("/api/admin/activity")
@@ -212,7 +213,7 @@ async def activity(request: Request, admin: AdminDep):
 async def cancel_submission(sid: str, request: Request, admin: AdminDep):
     """Cancel anyone's submission, waiting or being judged, as its owner's DELETE does."""
     if _accounts(request).submission(sid) is None:
-        raise HTTPException(404, detail=f"no submission {sid!r}")
+        raise Refusal(404, say("lab.no_submission", "no submission '{id}'", id=sid))
     return await cancel_or_409(request, sid) | {"code": None}
 
 

@@ -3,8 +3,8 @@
 The file is the lesson page itself (templates/export.html, which extends lesson.html) with everything it
 loads written into it: the stylesheets as <style>, every ES module under static/js as a data: URL in the
 import map (so the modules' own `paralab/…` imports resolve with no server), and the run — its
-description, every event, the lesson's sources and explanations — as JSON that static/js/offline-page.js
-replays. Opened from disk (file://) with no network, it replays with the same views, scrubber and keys.
+description, every event, the lesson's sources, explanations and texts — as JSON that static/js/offline-page.js
+replays, with every language's dictionary (`#paralab-dictionaries`, read by static/js/i18n.js). Opened from disk (file://) with no network, it replays with the same views, scrubber and keys.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 
 from fastapi import APIRouter, Request, Response
 
+from app import i18n
 from app.deps import RunDep, RunManagerDep
 from app.routes.lessons import lesson_public
 from app.routes.runs import run_public
@@ -60,7 +61,9 @@ def self_contained(html: str, recording: dict) -> str:
     html = _STYLESHEET.sub(lambda m: f"<style>\n{(STATIC / m.group(1)).read_text(encoding='utf-8')}\n</style>", html)
     html = _IMPORT_MAP.sub(lambda m: f'<script type="importmap">\n{_import_map()}\n</script>', html, count=1)
     html = _MODULE_SCRIPT.sub(lambda m: f'<script type="module">import "paralab/{m.group(1)}";</script>', html)
-    return html.replace("</body>", f"{_json_script('paralab-recording', recording)}\n</body>", 1)
+    dictionaries = {lang: i18n.dictionary(lang) for lang in i18n.languages()}     # every language, offline too
+    scripts = f"{_json_script('paralab-recording', recording)}\n{_json_script('paralab-dictionaries', dictionaries)}"
+    return html.replace("</body>", f"{scripts}\n</body>", 1)
 
 
 @router.get("/api/runs/{run_id}/export.html")
@@ -70,7 +73,7 @@ def export_run(run: RunDep, request: Request, manager: RunManagerDep, download: 
     lesson = LESSONS.get(run.lesson)
     choices = manager.launcher.info.get("choices") if manager.launcher.ready else None
     if lesson is not None:
-        explanations = {lang: split_markers(lesson.explanation(lang))[0] for lang in ("en", "zh")}   # without its markers
+        explanations = {lang: split_markers(lesson.explanation(lang))[0] for lang in i18n.languages()}   # without its markers
         about = {**lesson_public(lesson, choices), "explanations": explanations, "explanation": explanations["en"],
                  "sources": [{"path": path, "text": text} for path, text in lesson.source_files()]}
     else:                                             # a lesson since removed: the run still replays

@@ -3,10 +3,11 @@ They work in the lecture mode too (no sign-in; the local user is an admin)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.auth import auth_on, current_user
+from app.messages import Refusal, say
 from workers.lessons import LESSONS
 from workers.problems import PROBLEMS
 
@@ -39,12 +40,12 @@ def problems_page(request: Request):
 def problem_page(request: Request, problem_id: str):
     problem = PROBLEMS.get(problem_id)
     if problem is None:
-        raise HTTPException(404, detail=f"no problem {problem_id!r}")
+        raise Refusal(404, say("lab.no_problem", "no problem '{problem}'", problem=problem_id))
     return _page(request, "problem.html", {"problem": problem, "lessons": LESSONS})
 
 
 @router.get("/admin", response_class=HTMLResponse)
 def admin_page(request: Request):
     if not current_user(request).admin:
-        raise HTTPException(403, detail="only an admin may see this page")
+        raise Refusal(403, say("auth.admin_only_page", "only an admin may see this page"))
     return _page(request, "admin.html")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from app.deps import RunManagerDep
+from app.messages import Refusal, say
 from app.schemas import LessonDetail, LessonPublic
 from workers.lessons import LESSONS, Lesson
 from workers.lessons.explain_steps import split_markers
@@ -20,7 +21,7 @@ def lesson_public(lesson: Lesson, choices: dict | None = None) -> dict:
     for field, values in (choices or {}).get(lesson.id, {}).items():
         schema["properties"][field]["enum"] = values
     return {"id": lesson.id, "title": lesson.title, "summary": lesson.summary,
-            "params": schema, "world_sizes": list(lesson.world_sizes)}
+            "params": schema, "world_sizes": list(lesson.world_sizes), "texts": lesson.texts()}
 
 
 @router.get("", response_model=list[LessonPublic])
@@ -36,7 +37,7 @@ def read_lesson(lesson_id: str, manager: RunManagerDep,
     """One lesson, with the source files the page shows and its explanation."""
     lesson = LESSONS.get(lesson_id)
     if lesson is None:
-        raise HTTPException(404, detail=f"no lesson {lesson_id!r}; known: {', '.join(LESSONS)}")
+        raise Refusal(404, say("lesson.not_found", "no lesson '{lesson}'; known: {known}", lesson=lesson_id, known=", ".join(LESSONS)))
     sources = [{"path": path, "text": text} for path, text in lesson.source_files()]
     explanation, steps = split_markers(lesson.explanation(lang))
     return {**lesson_public(lesson, manager.launcher.info.get("choices")), "sources": sources, "explanation": explanation,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.deps import SettingsDep
+from app.messages import Refusal, say
 from app.rooms import normalise_code
 from workers.lessons import LESSONS
 from workers.lessons.course import course
@@ -23,7 +24,7 @@ def index(request: Request):
 def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
     lesson = LESSONS.get(lesson_id)
     if lesson is None:
-        raise HTTPException(404, detail=f"no lesson {lesson_id!r}")
+        raise Refusal(404, say("lesson.no_page", "no lesson '{lesson}'", lesson=lesson_id))
     templates = request.app.state.templates
     return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
 

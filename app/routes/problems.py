@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from workers.judge import MAX_CODE_BYTES, judge
 from workers.problems import PROBLEMS
+from app.messages import Refusal, say
 
 router = APIRouter(prefix="/api/problems", tags=["problems"])
 
@@ -20,7 +21,7 @@ class Submission(BaseModel):
 def _problem(problem_id: str):
     problem = PROBLEMS.get(problem_id)
     if problem is None:
-        raise HTTPException(404, detail=f"no problem {problem_id!r}; problems: {', '.join(PROBLEMS)}")
+        raise Refusal(404, say("lab.no_problem_known", "no problem '{problem}'; problems: {known}", problem=problem_id, known=", ".join(PROBLEMS)))
     return problem
 
 

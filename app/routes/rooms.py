@@ -9,16 +9,18 @@ import json
 from functools import partial
 
 import segno
-from fastapi import APIRouter, HTTPException, Request, Response, WebSocket, WebSocketDisconnect, status
+from fastapi import APIRouter, Request, Response, WebSocket, WebSocketDisconnect, status
 from pydantic import ValidationError
 from starlette.requests import HTTPConnection
 
 from app.deps import RunManagerDep, SettingsDep
 from app.log_follower import LogFollower, follow
+from app.messages import Message, Refusal, say, socket_error
 from app.rooms import Room, RoomError, RoomManager, event_message
 from app.routes.control import receive_control
 from app.run_start import RunRejected, start_run
 from app.schemas import RunCreate
+from app.validation import refusal
 
 router = APIRouter(tags=["rooms"])
 
@@ -31,7 +33,7 @@ def get_rooms(connection: HTTPConnection) -> RoomManager:
 def _room_or_404(rooms: RoomManager, code: str) -> Room:
     room = rooms.get(code)
     if room is None:
-        raise HTTPException(404, detail=f"no room {code!r}: unknown or expired code")
+        raise Refusal(404, say("room.not_found", "no room '{code}': unknown or expired code", code=code))
     return room
 
 
@@ -66,12 +68,12 @@ async def room_socket(websocket: WebSocket, code: str, manager: RunManagerDep, s
     await websocket.accept()
     room = rooms.get(code)
     if room is None:
-        await websocket.send_json({"error": f"no room {code!r}: unknown or expired code"})
+        await websocket.send_json(socket_error(say("room.not_found", "no room '{code}': unknown or expired code", code=code)))
         await websocket.close(code=4404)
         return
     presenter = secret is not None
     if presenter and not rooms.is_presenter(room, secret):
-        await websocket.send_json({"error": "wrong presenter secret: this socket was not opened"})
+        await websocket.send_json(socket_error(say("room.wrong_secret", "wrong presenter secret: this socket was not opened")))
         await websocket.close(code=4403)
         return
     if presenter:
@@ -127,18 +129,18 @@ def _resync(rooms: RoomManager, room: Room, events: LogFollower) -> list[tuple[s
 async def _receive(websocket, rooms: RoomManager, room: Room, manager, settings, presenter: bool):
     while True:
         message = await receive_control(websocket)
-        if isinstance(message, str):
+        if isinstance(message, Message):
             error = message
         elif not presenter:
-            error = "only the presenter drives this room: open it with the presenter secret"
+            error = say("room.presenter_only", "only the presenter drives this room: open it with the presenter secret")
         else:
             error = await _apply(rooms, room, manager, settings, message)
         if error:
-            await websocket.send_json({"error": error})
+            await websocket.send_json(socket_error(error))
 
 
 async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dict):
-    """Carry out one presenter message; an error (a sentence, or a 422's detail list) or None."""
+    """Carry out one presenter message; an error (a Message, or a 422's detail list) or None."""
     op = message["op"]
     run = manager.get(room.run) if room.run else None
     try:
@@ -148,31 +150,32 @@ async def _apply(rooms: RoomManager, room: Room, manager, settings, message: dic
         elif op == "show":                               # a recorded run (reloaded from disk), any owner's:
             shown = manager.get(message["run"]) if isinstance(message.get("run"), str) else None
             if shown is None:                            # whoever has the secret is staff (an admin opened it)
-                return f"no run with id {message.get('run')!r}"
+                return say("run.not_found", "no run with id '{run_id}'", run_id=str(message.get("run"))[:64])
             rooms.show_run(room, shown)
         elif op == "seek":
             rooms.seek(room, message.get("seq"))
         elif op == "step":
             by = message.get("by", 1)
             if isinstance(by, bool) or not isinstance(by, int):
-                return "step needs an integer `by` (default 1)"
+                return say("room.step_needs_integer", "step needs an integer `by` (default 1)")
             rooms.step(room, by)
         elif op == "view":
             rooms.set_view(room, message.get("view"))
         elif op in ("release", "continue", "pause", "cancel"):
             if run is None:
-                return "the room has no run yet"
+                return say("room.no_run", "the room has no run yet")
             if op == "cancel":
                 manager.cancel(run)
                 return None
             control = {"op": "step", "rank": message.get("rank")} if op == "release" else {"op": op}
             return manager.control(run, {k: v for k, v in control.items() if v is not None})
         else:
-            return f"unknown op {op!r}: use run, show, step, seek, view, release, continue, pause or cancel"
+            return say("room.unknown_op", "unknown op '{op}': use run, show, step, seek, view, release, continue, pause or cancel",
+                       op=str(op)[:64])
     except ValidationError as exc:                       # `loc` as the REST API words it
-        return [{"loc": ["body", *err["loc"]], "msg": err["msg"], "type": err["type"]} for err in exc.errors()]
+        return refusal([{**err, "loc": ["body", *err["loc"]]} for err in exc.errors()])
     except RunRejected as exc:
         return exc.detail
     except RoomError as exc:
-        return str(exc)
+        return exc.args[0]
     return None

@@ -8,11 +8,13 @@ import math
 import sys
 from array import array
 
-from fastapi import APIRouter, HTTPException, Request, Response, status
+from fastapi import APIRouter, Request, Response, status
+from fastapi.responses import JSONResponse
 
 from app.auth import auth_on, current_user
 from app.deps import RunDep, RunManagerDep, SettingsDep
 from app.local_origin import code_run_refusal
+from app.messages import Refusal, say
 from app.run_start import SCRIPT, RunRejected, start_run
 from app.runs import Run
 from app.schemas import RunCreate, RunPublic
@@ -41,7 +43,7 @@ async def create_run(body: RunCreate, manager: RunManagerDep, settings: Settings
     try:
         run = await start_run(manager, settings, body, user=current_user(request) if auth_on(settings) else None)
     except RunRejected as exc:
-        raise HTTPException(exc.status, detail=exc.detail)
+        return JSONResponse(exc.body(), status_code=exc.status)
     return run_public(run)
 
 
@@ -72,7 +74,7 @@ def read_tensor(run: RunDep, tensor_id: str, manager: RunManagerDep):
     """One full tensor by the `id` of its preview: shape, dtype and its values, flat, row-major."""
     blob = manager.tensor(run, tensor_id)
     if blob is None:
-        raise HTTPException(404, detail=f"no tensor {tensor_id!r} in run {run.id}")
+        raise Refusal(404, say("run.no_tensor", "no tensor '{tensor}' in run {run_id}", tensor=tensor_id, run_id=run.id))
     values = array("f", base64.b64decode(blob["data"]))
     if sys.byteorder != "little":
         values.byteswap()
@@ -93,7 +95,7 @@ def read_schedule(run: RunDep):
     for event in run.events:
         if event.get("kind") == "schedule":
             return {key: event[key] for key in ("schedule", "grid", "notes", "placement", "bubble_fraction")}
-    raise HTTPException(404, detail=f"run {run.id} is not a pipeline run, or has not started")
+    raise Refusal(404, say("run.not_pipeline", "run {run_id} is not a pipeline run, or has not started", run_id=run.id))
 
 
 @router.delete("/{run_id}", response_model=RunPublic)
@@ -102,6 +104,6 @@ def delete_run(run: RunDep, manager: RunManagerDep, request: Request, secret: st
     with the room's presenter secret (`?secret=…`), else 403."""
     refusal = request.app.state.rooms.control_refusal(run, secret)
     if refusal:
-        raise HTTPException(403, detail=refusal)
+        raise Refusal(403, refusal)
     manager.cancel(run)
     return run_public(run)

@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
 from app.auth import current_user, may_see
+from app.messages import Refusal, say
 from app.submissions import TooMany
 from workers.judge import MAX_CODE_BYTES
 from workers.problems import PROBLEMS
@@ -34,12 +35,14 @@ async def create_submission(body: SubmissionCreate, request: Request):
     429 when the user already has their quota waiting or being judged."""
     user = current_user(request)
     if body.problem not in PROBLEMS:
-        raise HTTPException(422, detail=[{"loc": ["body", "problem"], "type": "value_error",
-                                          "msg": f"unknown problem {body.problem!r}; problems: {', '.join(PROBLEMS)}"}])
+        unknown = say("lab.unknown_problem", "unknown problem '{problem}'; problems: {known}",
+                      problem=body.problem, known=", ".join(PROBLEMS))
+        raise HTTPException(422, detail=[{"loc": ["body", "problem"], "type": unknown.code, "msg": unknown.text,
+                                          "params": unknown.params}])
     try:
         sid = request.app.state.judge.submit(user.name, body.problem, body.code)
     except TooMany as exc:
-        raise HTTPException(429, detail=str(exc))
+        raise Refusal(429, exc.args[0])
     return _public(request, request.app.state.accounts.submission(sid))
 
 
@@ -57,7 +60,7 @@ async def read_submission(sid: str, request: Request):
     user = current_user(request)
     submission = request.app.state.accounts.submission(sid)
     if submission is None or not may_see(user, submission["user"]):
-        raise HTTPException(404, detail=f"no submission {sid!r}")
+        raise Refusal(404, say("lab.no_submission", "no submission '{id}'", id=sid))
     return _public(request, submission, code=True)
 
 
@@ -68,7 +71,7 @@ async def cancel_submission(sid: str, request: Request):
     user = current_user(request)
     submission = request.app.state.accounts.submission(sid)
     if submission is None or not may_see(user, submission["user"]):
-        raise HTTPException(404, detail=f"no submission {sid!r}")
+        raise Refusal(404, say("lab.no_submission", "no submission '{id}'", id=sid))
     return _public(request, await cancel_or_409(request, sid))
 
 
@@ -77,5 +80,5 @@ async def cancel_or_409(request: Request, sid: str) -> dict:
     accounts = request.app.state.accounts
     if not await request.app.state.judge.cancel(sid):
         status = accounts.submission(sid)["status"]
-        raise HTTPException(409, detail=f"submission {sid} is {status} already; only one waiting or being judged can be cancelled")
+        raise Refusal(409, say("lab.submission_final", "submission {id} is {status} already; only one waiting or being judged can be cancelled", id=sid, status=status))
     return accounts.submission(sid)

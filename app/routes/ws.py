@@ -15,6 +15,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from app.auth import current_user, may_see
 from app.deps import RunManagerDep
 from app.log_follower import LogFollower, event_text, follow
+from app.messages import Message, say, socket_error
 from app.routes.control import receive_control
 from app.runs import Run, RunManager
 
@@ -28,7 +29,7 @@ async def run_events(websocket: WebSocket, run_id: str, manager: RunManagerDep, 
     if run is not None and not may_see(current_user(websocket), run.owner):   # another user's run
         run = None
     if run is None:
-        await websocket.send_json({"error": f"no run with id {run_id!r}"})
+        await websocket.send_json(socket_error(say("run.not_found", "no run with id '{run_id}'", run_id=run_id)))
         await websocket.close(code=4404)
         return
     async with follow(manager, run.id, since) as events:
@@ -46,7 +47,7 @@ async def _send(websocket: WebSocket, events: LogFollower):
         await websocket.send_text(event_text(event))
 
 
-def _control_refusal(websocket: WebSocket, run: Run, secret: str | None) -> str | None:
+def _control_refusal(websocket: WebSocket, run: Run, secret: str | None) -> Message | None:
     """A lecture room's run obeys its presenter only (the room's secret, `?secret=`)."""
     return websocket.app.state.rooms.control_refusal(run, secret)
 
@@ -54,7 +55,7 @@ def _control_refusal(websocket: WebSocket, run: Run, secret: str | None) -> str 
 async def _receive(websocket: WebSocket, manager: RunManager, run: Run, secret: str | None = None):
     while True:
         message = await receive_control(websocket)
-        if isinstance(message, str):
+        if isinstance(message, Message):
             error = message
         elif refusal := _control_refusal(websocket, run, secret):
             error = refusal
@@ -64,4 +65,4 @@ async def _receive(websocket: WebSocket, manager: RunManager, run: Run, secret: 
         else:
             error = manager.control(run, message)
         if error:
-            await websocket.send_json({"error": error})
+            await websocket.send_json(socket_error(error))

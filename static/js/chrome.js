@@ -1,13 +1,13 @@
 /**
  * What every page has, in the manner of a slide deck: the theme (light, dark, high contrast) and the
- * language (English, 中文), both remembered; the keys B (blank the screen), F (full screen), ? (the key
+ * language (one button per language static/i18n/ holds), both remembered; the keys B (blank the screen), F (full screen), ? (the key
  * list), + and − (text size); and "Present" — open a lecture room for what is on screen.
  * Loaded by base.html on every page; the lesson page's own keys (→ ← Space Home End) are in keyboard.js.
  */
 
 import { h } from "paralab/dom.js";
 import { typing } from "paralab/controls/keyboard.js";
-import { applyLang, currentLang, LANGS, setLang, t } from "paralab/i18n.js";
+import { applyLang, currentLang, LANGS, setLang, SWITCH, t, tText } from "paralab/i18n.js";
 import { presentRoom } from "paralab/rooms.js";
 
 const THEME_KEY = "paralab:theme";
@@ -40,17 +40,18 @@ function renderPrefs() {
   const theme = $('[data-action="theme"]');
   if (theme) {
     const name = THEMES[currentTheme()];
-    theme.querySelector(".pref-value").textContent = name;
-    theme.setAttribute("aria-label", `Theme: ${name}`);
-    theme.title = `Theme: ${name}`;
+    theme.querySelector(".pref-value").textContent = t(name);
+    theme.setAttribute("aria-label", t("Theme: {name}", { name: t(name) }));
+    theme.title = t("Theme: {name}", { name: t(name) });
   }
-  const lang = $('[data-action="lang"]');
-  if (lang) {
-    const other = currentLang() === "zh" ? "en" : "zh";
-    lang.textContent = LANGS[other];
-    lang.setAttribute("lang", other === "zh" ? "zh-CN" : "en");
-    lang.setAttribute("aria-label", `${LANGS[other]} — ${other === "zh" ? "切换到中文" : "switch to English"}`);
-    lang.title = lang.getAttribute("aria-label");
+  const switcher = $('[data-action-group="lang"]');
+  if (switcher) {
+    // one button per other language (static/i18n/*.json): its own name, and "switch to …" in its own words
+    switcher.replaceChildren(...Object.entries(LANGS).filter(([code]) => code !== currentLang()).map(([code, name]) => {
+      const said = `${name} — ${SWITCH[code] || name}`;
+      return h("button", { type: "button", "data-action": "lang", "data-lang": code, lang: code === "zh" ? "zh-CN" : code,
+        "aria-label": said, title: said, translate: "no" }, name);
+    }));
   }
 }
 
@@ -178,7 +179,7 @@ async function present(button) {
   try {
     await presentRoom({ lesson: lessonId, worldSize, params });
   } catch (err) {
-    button.textContent = err.message;
+    button.textContent = tText(err.message);
     setTimeout(() => { button.textContent = label; }, 4000);
   } finally {
     button.disabled = false;
@@ -192,8 +193,10 @@ export function bindChrome() {
     const names = Object.keys(THEMES);
     setTheme(names[(names.indexOf(currentTheme()) + 1) % names.length]);
   });
-  $('[data-action="lang"]')?.addEventListener("click", () => {
-    setLang(currentLang() === "zh" ? "en" : "zh");
+  $('[data-action-group="lang"]')?.addEventListener("click", async (event) => {
+    const button = event.target.closest('[data-action="lang"]');
+    if (!button) return;
+    await setLang(button.dataset.lang);
     renderPrefs();
   });
   $('[data-action="keys"]')?.addEventListener("click", toggleKeys);

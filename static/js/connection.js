@@ -29,11 +29,11 @@ export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => e
   function onMessage(event) {
     if (event.seq === undefined) {            // the server's own complaint
       if (!event.error) return;
-      if (last === 0 && /^no run with id/.test(event.error)) {   // no such run: give up
+      if (last === 0 && event.code === "run.not_found") {   // no such run: give up
         closed = true;
         socket.close();
-        onState("error", event.error);
-      } else onNotice(event.error);            // a refused control message: the run goes on
+        onState("error", event);
+      } else onNotice(event);                  // a refused control message ({error, code, params}): the run goes on
       return;
     }
     if (event.seq <= last) return;             // already delivered

@@ -1,6 +1,11 @@
-/** Building DOM and SVG nodes from data, with text always set as text (never parsed as HTML). */
+/** Building DOM and SVG nodes from data, with text always set as text (never parsed as HTML).
+ *  Every text child, `text`, and the words of `title`, `aria-label`, `placeholder` and `alt` are drawn in
+ *  the reader's language: each is looked up as a key (`tText`, docs/i18n.md), so a view writes English. */
+
+import { carryDrawn, noteDrawn, tText } from "paralab/i18n.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
+const WORDS = new Set(["title", "aria-label", "placeholder", "alt"]);
 
 function build(node, attrs, children) {
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -9,14 +14,26 @@ function build(node, attrs, children) {
     else if (key === "style" && typeof value === "object") {
       for (const [prop, v] of Object.entries(value)) node.style.setProperty(prop.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), v);
     }
-    else if (key === "text") node.textContent = value;
+    else if (key === "text") node.append(words(value));
     else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : String(value));
+    else if (WORDS.has(key)) {
+      const shown = tText(String(value));
+      node.setAttribute(key, shown);
+      noteDrawn(node, String(value), shown, key);
+    } else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : typeof child === "string" ? words(child) : document.createTextNode(String(child)));
   }
+  return node;
+}
+
+/** A text node of `english` in the reader's language, remembered so a switch of language redraws it. */
+function words(english) {
+  const shown = tText(String(english));
+  const node = document.createTextNode(shown);
+  noteDrawn(node, String(english), shown);
   return node;
 }
 
@@ -169,7 +186,11 @@ export function place(parent, nodes) {
 export function setAttributes(el, attrs) {
   for (const [name, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) el.removeAttribute(name);
-    else if (el.getAttribute(name) !== String(value)) el.setAttribute(name, String(value));
+    else {
+      const text = WORDS.has(name) ? tText(String(value)) : String(value);
+      if (el.getAttribute(name) !== text) el.setAttribute(name, text);
+      if (WORDS.has(name)) noteDrawn(el, String(value), text, name);
+    }
   }
   return el;
 }
@@ -206,9 +227,11 @@ function morphNode(was, node) {
   if (was.nodeType !== node.nodeType || was.nodeName !== node.nodeName) return false;
   if (node.nodeType === Node.TEXT_NODE) {
     if (was.data !== node.data) was.data = node.data;
+    carryDrawn(node, was);
     return true;
   }
   if (node.nodeType !== Node.ELEMENT_NODE) return false;
+  carryDrawn(node, was);
   for (const { name, value } of node.attributes) if (was.getAttribute(name) !== value) was.setAttribute(name, value);
   for (const { name } of [...was.attributes]) if (!node.hasAttribute(name)) was.removeAttribute(name);
   morphChildren(was, [...node.childNodes]);

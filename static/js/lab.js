@@ -3,12 +3,13 @@
  * the error and are put in the page's language where shown (`errorText`, `showWords`). */
 
 import { h, fill } from "paralab/dom.js";
-import { currentLang, t, tServer } from "paralab/i18n.js";
+import { currentLang, t, tMessage } from "paralab/i18n.js";
 
-/** The messages of a refusal's `detail`: a sentence, or a 422's [{msg}], or the bare status. */
-function detailMessages(detail, status) {
-  if (Array.isArray(detail)) return detail.map((d) => d.msg);
-  return [typeof detail === "string" && detail ? detail : `the server answered ${status}`];
+/** The messages of a refusal's body: a 422's [{msg, type, params}], or the body ({detail, code, params}),
+ *  or the bare status. */
+function detailMessages(body, status) {
+  if (Array.isArray(body?.detail)) return body.detail;
+  return [typeof body?.detail === "string" && body.detail ? body : t("the server answered {status}", { status })];
 }
 
 export async function api(method, url, body) {
@@ -18,15 +19,16 @@ export async function api(method, url, body) {
   });
   const data = response.headers.get("content-type")?.includes("json") ? await response.json() : await response.text();
   if (!response.ok) {
-    const messages = detailMessages(data?.detail, response.status);
-    throw Object.assign(new Error(messages.join("; ")), { status: response.status, messages });
+    const messages = detailMessages(data, response.status);
+    const english = messages.map((m) => (typeof m === "string" ? m : m.msg ?? m.detail ?? "")).join("; ");
+    throw Object.assign(new Error(english), { status: response.status, messages });
   }
   return data;
 }
 
-/** What went wrong, in the current language: each of the server's messages through `tServer`. */
+/** What went wrong, in the current language: each of the server's messages by its code (`tMessage`). */
 export function errorText(error) {
-  return (error.messages || [error.message]).map((message) => tServer(message)).join("; ");
+  return (error.messages || [error.message]).map((message) => tMessage(message)).join(t("; "));
 }
 
 /** Elements whose text is built in the current language, and how: built again when it changes. */
@@ -35,14 +37,14 @@ document.addEventListener("paralab:lang", () => {
   for (const [el, words] of worded) el.textContent = words();
 });
 
-/** Put `words()` (text made with t() or tServer()) in `el`, now and after each change of language. */
+/** Put `words()` (text made with t() or tMessage()) in `el`, now and after each change of language. */
 export function showWords(el, words) {
   worded.set(el, words);
   el.textContent = words();
 }
 
 /** A time of day in the page's language: 14:03:07, not 2:03:07 PM, in Chinese. */
-export const clock = (seconds) => new Date(seconds * 1000).toLocaleTimeString(currentLang() === "zh" ? "zh-CN" : undefined);
+export const clock = (seconds) => new Date(seconds * 1000).toLocaleTimeString(currentLang() === "en" ? undefined : document.documentElement.lang);
 
 function showError(form, error) {
   const p = form.querySelector(".lab-error");

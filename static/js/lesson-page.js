@@ -6,7 +6,7 @@
 import { onResize, textSizeChanged } from "paralab/dom.js";
 import { createStore } from "paralab/store.js";
 import { connectRun } from "paralab/connection.js";
-import { currentLang, t, tPlural } from "paralab/i18n.js";
+import { currentLang, lessonField, t, tPlural, useLessonTexts } from "paralab/i18n.js";
 import { foldCache, stateAt } from "paralab/replay.js";
 import { bindHover } from "paralab/controls/hover.js";
 import { bindKeyboard } from "paralab/controls/keyboard.js";
@@ -17,7 +17,8 @@ import { createStepper } from "paralab/controls/stepper.js";
 import { bindTextSize } from "paralab/controls/text-size.js";
 import { readLocation, urlWriter } from "paralab/controls/permalink.js";
 import {
-  bindParamsToggle, buildParamsForm, clearErrors, linkableParams, readParamsForm, setExpanded, showErrors, writeParamsForm,
+  bindParamsToggle, buildParamsForm, clearErrors, linkableParams, readParamsForm, setExpanded, showErrors, translateParamHelp,
+  writeParamsForm,
 } from "paralab/controls/params-form.js";
 import { renderExplanation, showExplained } from "paralab/views/explanation.js";
 import { renderNow } from "paralab/views/now.js";
@@ -169,7 +170,8 @@ async function startRun(event) {
     });
     const body = await response.json().catch(() => ({ detail: response.statusText }));
     if (!response.ok) {
-      showErrors(form, body.detail ?? t("the server answered {status}", response));
+      showErrors(form, Array.isArray(body.detail) || body.code ? (Array.isArray(body.detail) ? body.detail : body)
+        : body.detail ?? t("the server answered {status}", response));
       return;
     }
     runButton.blur();          // Enter (release all, in step mode) must not press Run again
@@ -220,15 +222,21 @@ form.addEventListener("change", () => { if (!store.state.run) scheduleRender(); 
 /** Show lesson `id`: its form (from `values`), title, source and explanation. A room switches lessons so. */
 export async function useLesson(id, { values = {} } = {}) {
   lesson = await host.fetchLesson(id);
+  useLessonTexts(lesson.texts);
   lessonId = page.dataset.lesson = id;
   buildParamsForm(form, lesson, { maxRanks, values });
   runButton.disabled = false;
   setExpanded(form, true);
-  $(".lesson-title").textContent = lesson.title;
-  $(".lesson-summary").textContent = lesson.summary;
+  showLessonWords();
   renderExplanation($("#explanation"), lesson.explanation, id, lesson.explanation_steps);
   scheduleRender();
   return lesson;
+}
+
+/** The lesson's title and summary in the current language (its texts.<lang>.json, else the English). */
+function showLessonWords() {
+  $(".lesson-title").textContent = lessonField("title", lesson.title);
+  $(".lesson-summary").textContent = lessonField("summary", lesson.summary);
 }
 
 export const currentLesson = () => lesson;
@@ -238,6 +246,8 @@ document.addEventListener("paralab:lang", async () => {
   setExpanded(form, form.querySelector(".params-toggle").getAttribute("aria-expanded") === "true");
   scheduleRender();
   if (!lesson) return;
+  showLessonWords();
+  translateParamHelp(form, lesson);
   const shown = lessonId;
   const again = await host.fetchLesson(shown);
   if (shown === lessonId) {

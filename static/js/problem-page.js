@@ -12,7 +12,7 @@
  */
 
 import { fill, h } from "paralab/dom.js";
-import { currentLang, t, tServer } from "paralab/i18n.js";
+import { currentLang, t, tText } from "paralab/i18n.js";
 import { api, clock, errorText, showWords } from "paralab/lab.js";
 import { renderMarkdown } from "paralab/markdown.js";
 import { highlightPython } from "paralab/views/python.js";
@@ -135,8 +135,8 @@ export async function startProblemPage(root) {
     shown = submission;
     setStatus(submission.status, () => verdictLine(submission));
     fill(verdict,
-      submission.reason ? h("p", { class: "verdict-reason" }, tServer(submission.reason)) : null,
-      submission.note ? h("p", { class: "verdict-note" }, tServer(submission.note)) : null,
+      submission.reason ? h("p", { class: "verdict-reason" }, tText(submission.reason)) : null,
+      submission.note ? h("p", { class: "verdict-note" }, tText(submission.note)) : null,
       h("ul", { class: "check-list" }, submission.checks.map(renderCheck)));
   }
 

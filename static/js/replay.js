@@ -3,7 +3,7 @@
  * nothing else, so the picture at step N is the same whichever way the viewer arrived there.
  */
 
-import { t, tPlural } from "paralab/i18n.js";
+import { t, tPlural, tText } from "paralab/i18n.js";
 import { FINAL_STATUSES } from "paralab/store.js";
 
 /**
@@ -242,7 +242,7 @@ export function activity(rs, state) {
   if (rs.gate && !state.final) return { kind: "gate", text: t("waits at the gate before {call}", { call: callName(rs.gate) }), label: rs.gate.label };
   if (rs.finished && !state.final) return { kind: "finished", text: t("finished its program; waits for the others") };
   const open = rs.open[rs.open.length - 1];
-  const outer = rs.open.length > 1 ? `${rs.open[0].name || rs.open[0].op} › ` : "";
+  const outer = rs.open.length > 1 ? `${tText(rs.open[0].name) || rs.open[0].op} › ` : "";
   if (open && open.kind === "compute") return { kind: "compute", text: outer + t("computing {name}", { name: open.name }) };
   if (open && open.kind === "collective") {
     const c = state.collectives.get(collectiveKey(open));
@@ -289,7 +289,7 @@ export function describe(e) {
   if (!e) return "";
   const who = e.rank === null || e.rank === undefined ? t("server") : t("rank {rank}", { rank: e.rank });
   const labelled = e.label && (["collective", "p2p"].includes(e.kind) || e.kind === "gate" && e.phase === "waiting");
-  return t("{who}: {what}", { who, what: describeWhat(e) }) + (labelled ? ` — ${e.label}` : "");
+  return t("{who}: {what}", { who, what: describeWhat(e) }) + (labelled ? ` — ${tText(e.label)}` : "");
 }
 
 /** What an event says, without who said it or the lesson's label for the call. */
@@ -312,7 +312,7 @@ function describeWhat(e) {
       return t(e.passed ? "check “{name}” passed (max |error| {error})" : "check “{name}” FAILED (max |error| {error})",
         { name: e.name, error: formatNumber(e.max_abs_err) });
     case "metric":
-      return `${e.name} = ${e.value} ${e.unit || ""}`;
+      return `${tText(e.name)} = ${e.value} ${tText(e.unit || "")}`;
     case "log":
       return `${t(e.level || "log")}: ${e.message}`;
     case "rank":

@@ -35,7 +35,7 @@ export function connectRoom(code, { secret = null, resume = () => ({}), onMessag
     url,
     onMessage(data) {
       if (data.type === "state") onState("open");
-      if (data.error !== undefined && !data.type) refusal = data.error;
+      if (data.error !== undefined && !data.type) refusal = data;      // {error, code, params}
       onMessage(data);
     },
     onState(state) {

@@ -16,7 +16,7 @@ import { displayCode, saveSecret, savedSecret } from "paralab/rooms.js";
 import { clearErrors, showErrors } from "paralab/controls/params-form.js";
 import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { typing } from "paralab/controls/keyboard.js";
-import { t, tServer } from "paralab/i18n.js";
+import { t, tMessage, tPlural, tText } from "paralab/i18n.js";
 import { toggleBlank } from "paralab/chrome.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -86,7 +86,7 @@ function onMessage(message) {
   else if (message.type === "followers") {
     room.followers = message.count;
     renderBar();
-  } else if (message.error !== undefined) onError(message.error);
+  } else if (message.error !== undefined) onError(message);
 }
 
 function onRoomState(state) {
@@ -127,10 +127,10 @@ function onError(error) {
   if (runStarting) {                                          // the run we asked for was refused
     runStarting = false;
     runButton.disabled = false;
-    showErrors(form, error);
+    showErrors(form, Array.isArray(error.error) ? error.error : error);
     return;
   }
-  const text = Array.isArray(error) ? error.map((e) => tServer(e.msg)).join("; ") : tServer(error);
+  const text = Array.isArray(error.error) ? error.error.map((e) => tMessage(e)).join(t("; ")) : tMessage(error);
   if (store.state.run?.step && handlers && role === "presenter") handlers.onNotice(text);
   else say(text);
 }
@@ -146,7 +146,7 @@ function onRefused({ code: closeCode, message }) {
     connect();
     return;
   }
-  refused = message ? tServer(message) : `No room ${displayCode(code)}: unknown or expired code`;
+  refused = message ? tMessage(message) : t("No room {code}: unknown or expired code", { code: displayCode(code) });
   say(refused, { sticky: true });
 }
 
@@ -452,7 +452,7 @@ let noticeTimer = null;
 
 function say(text, { sticky = false } = {}) {
   const notice = $(".room-notice");
-  notice.textContent = text;
+  notice.textContent = tText(text);
   notice.hidden = false;
   clearTimeout(noticeTimer);
   if (!sticky) noticeTimer = setTimeout(() => { notice.hidden = true; }, 6000);
@@ -465,15 +465,15 @@ function renderBar() {
     : connState === "reconnecting" ? "Reconnecting…"
       : connState === "connecting" ? "Connecting…"
         : role === "presenter" ? "Presenter" : live ? "Following live" : "Exploring on your own";
-  $("#room-role").textContent = roleText;
+  $("#room-role").textContent = t(roleText);
   $("#room-role").dataset.state = refused ? "refused" : connState === "open" ? (role === "presenter" ? "presenter" : live ? "live" : "detached") : connState;
   const count = $("#follower-count");
-  count.textContent = `${room.followers} follower${room.followers === 1 ? "" : "s"}`;
+  count.textContent = tPlural(room.followers, "{n} follower", "{n} followers");
   $('[data-action="detach"]').hidden = role !== "follower" || !live || Boolean(refused);
   $('[data-action="rejoin"]').hidden = role !== "follower" || live || Boolean(refused);
   const where = $("#room-where");
   where.hidden = role !== "follower" || live || !room.run;
-  where.textContent = `presenter at seq ${room.cursor}`;
+  where.textContent = t("presenter at seq {n}", { n: room.cursor });
   const own = $("#own-page");
   const shown = store.state.run;
   own.hidden = !shown || role !== "follower";
@@ -517,8 +517,8 @@ $('[data-action="copy-presenter-link"]').addEventListener("click", async (event)
   const button = event.currentTarget;
   try {
     await navigator.clipboard.writeText(link);
-    button.textContent = "Copied";
-    setTimeout(() => { button.textContent = "Copy presenter link"; }, 2000);
+    button.textContent = t("Copied");
+    setTimeout(() => { button.textContent = t("Copy presenter link"); }, 2000);
   } catch {
     window.prompt(t("Copy presenter link"), link);
   }

@@ -6,7 +6,7 @@
  * this tab's sessionStorage and takes it out of the address bar at once.
  */
 
-import { t, tServer } from "paralab/i18n.js";
+import { t, tMessage, tText } from "paralab/i18n.js";
 
 export const CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
@@ -41,7 +41,7 @@ export function saveSecret(code, secret) {
 /** A refusal in words from a failed response: its `detail`, or the status. */
 async function refusal(response) {
   const body = await response.json().catch(() => ({}));
-  return typeof body.detail === "string" ? tServer(body.detail) : t("the server answered {status}", response);
+  return typeof body.detail === "string" ? tMessage(body) : t("the server answered {status}", response);
 }
 
 /**
@@ -100,7 +100,7 @@ export function bindRoomEntry(section) {
     try {
       await presentRoom();
     } catch (err) {
-      button.textContent = err.message;
+      button.textContent = tText(err.message);
       button.disabled = false;
     }
   });

@@ -75,4 +75,5 @@ def test_a_cancel_on_an_ended_runs_socket_is_answered(server):
     run = server.run("tp_mlp", 2)
     with ws_connect(server, run["id"], since=10_000) as ws:
         ws.send(json.dumps({"op": "cancel"}))
-        assert ws_receive(ws) == {"error": f"run {run['id']} has ended"}
+        assert ws_receive(ws) == {"error": f"run {run['id']} has ended", "code": "run.ended",
+                                  "params": {"run_id": run["id"]}}

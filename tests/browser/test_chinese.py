@@ -1,4 +1,5 @@
-"""The lesson, room and hosted-lab pages in Chinese: no interface text is left in English — the views'
+"""The lesson, room and hosted-lab pages in Chinese: no interface text is left in English — every lesson's
+own words (title, summary, parameter help, labels, check and metric names, from its texts.zh.json), the views'
 sentences, the server's messages (a refused run, a hang report, a sign-in refused, a judge's reason), the
 room's words, the lab's forms and tables — and back in English nothing is left in Chinese. What counts as
 English is tests/browser/untranslated.py's (the lesson's and the problem's own words do not)."""
@@ -11,7 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import open_page
-from tests.browser.untranslated import present, run_from_page, scrub_to, switch_to_chinese, untranslated
+from tests.browser.untranslated import LESSONS, present, run_from_page, scrub_to, switch_to_chinese, untranslated
 from tests.browser.untranslated_lab import LAB_ENV, audit_lab
 from workers import sandbox
 
@@ -51,6 +52,17 @@ def test_a_pipeline_run_and_a_refused_one_in_chinese(page: Page, server):
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.locator(".stage")).not_to_contain_text(CHINESE)
     expect(page.locator("#run-status")).to_contain_text("Run done · ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson, world_size, params", LESSONS, ids=[f"{l}-{w}-{'-'.join(map(str, p.values()))}" for l, w, p in LESSONS])
+def test_every_lesson_in_chinese(page: Page, server, lesson, world_size, params):
+    """Every lesson run in Chinese, looked at halfway and at its end: nothing in English, its own words included."""
+    run_from_page(page, server.url, lesson, world_size, params)
+    expect(page.locator(".lesson-title")).to_contain_text(CHINESE)
+    for fraction in (0.5, 1.0):
+        scrub_to(page, fraction)
+        assert_chinese(page, server, f"{lesson} at {fraction:.0%}")
 
 
 def test_a_hang_report_in_chinese(page: Page, server):

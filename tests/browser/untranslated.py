@@ -1,10 +1,11 @@
 """Finding interface text left in English on a page shown in Chinese.
 
 `untranslated(page)` reads every rendered text node and every aria-label, title, placeholder and alt
-of the page, drops what is the lesson's own (its code, explanation, title, summary, parameter names and
-help, and every string its events carry: labels, tensor, check and metric names, details, units, sites),
-then numbers, identifiers (`all_reduce`, `W1`, `program.py:12`), names the server quotes ('ada') and the
-words Chinese technical text keeps as they are (rank, all-reduce, GPU …). Text marked as not the
+of the page, drops what is no one's words to translate (the lesson's code, its parameter names and choices,
+the sites, tracebacks and exception texts its events carry, what a rank printed), then numbers, identifiers (`all_reduce`, `W1`, `program.py:12`), names the server quotes ('ada') and the
+words Chinese technical text keeps as they are (rank, all-reduce, GPU …). The lesson's own words — its
+title, summary, parameter help, and the labels, check, tensor and metric names its events carry — are
+translated by its texts.zh.json, so they count. Text marked as not the
 interface's — `translate="no"` (a user's or a class's name) or `lang="en"` (a problem's statement) — is
 left out too. What still holds a Latin word is English a reader of the Chinese interface would see.
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 # Text nodes and labels as the page draws them: [{text, where}], only what is rendered (a `hidden` panel,
 # a closed dialog and an empty tooltip are not; a visually hidden table for screen readers is).
 COLLECT_JS = """() => {
-  const SKIP = "code, pre, script, style, textarea, .prose, .source-code, .lesson-title, .lesson-summary, [translate='no']";
+  const SKIP = "code, pre, script, style, textarea, .prose, .source-code, [translate='no']";
   const ATTRS = ["aria-label", "title", "placeholder", "alt"];
   const shown = (el) => !el.closest(SKIP) && (!el.closest("[lang]") || el.closest("[lang]").lang.startsWith("zh"))
     && (el.checkVisibility ? el.checkVisibility() : true) && !el.closest("[hidden]");
@@ -56,22 +57,22 @@ COLLECT_JS = """() => {
   return found;
 }"""
 
-# Every string a value of the run's events holds, except the server's own words (a run event's status
-# and error message, which the page must translate): labels, names, details, units, sites, formulas.
+# The strings of the run's events that are nobody's words to translate: where code is (sites), what Python
+# and torch said (a rank's exception, a traceback), what a rank printed, and names of ops, groups, dtypes.
 LESSON_STRINGS_JS = """() => {
+  const KEPT = ["site", "traceback", "error", "output", "message", "op", "group", "dtype", "reduce_op", "schedule"];
   const out = new Set();
   const walk = (value, key) => {
-    if (typeof value === "string") { if (!["kind", "phase", "status", "mismatch"].includes(key)) out.add(value); }
+    if (typeof value === "string") { if (KEPT.includes(key)) out.add(value); }
     else if (Array.isArray(value)) value.forEach((v) => walk(v, key));
     else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) walk(v, k);
   };
   for (const e of (window.paralab?.store?.state.log || [])) {
-    if (e.kind !== "run") walk(e, "");
-    else if (e.error) {
-      walk(e.error.site, "site");
-      walk(e.error.traceback, "traceback");
-      walk(e.error.ranks, "ranks");
-    }
+    if (e.kind === "run") {
+      if (e.error) for (const key of ["site", "traceback", "ranks"]) walk(e.error[key], "site");
+      if (e.error?.params?.exception) out.add(e.error.params.exception);    // Python's words: "ZeroDivisionError: …"
+    } else if (e.kind !== "log") walk(e, "");
+    else walk(e.output, "output");
   }
   return [...out];
 }"""
@@ -87,6 +88,9 @@ KEPT_WORDS = {
     "LayerNorm", "Adam", "SGD", "JSON", "CSV", "Python", "bubblewrap", "Origin", "Referer",
     "PNG", "SVG", "HTML", "QR", "Home", "End", "Space", "Esc", "Enter", "Ctrl",
     "B", "KiB", "MiB", "GiB", "s", "ms", "µs", "ns", "inf", "nan", "true", "false", "null",
+    # the lessons' symbols and terms, as their Chinese explanations keep them
+    "GELU", "autograd", "dropout", "softmax", "Ulysses", "sbh", "sbf", "log", "Wq", "Wk", "Wv", "Wo",
+    "dX", "dY", "dK", "dQ", "dV", "dW", "dw", "loss", "cf", "max", "min", "zig-zag", "top-k",
 }
 # Names kept whole: the protocol's mismatch classes (the Chinese explanation names them so too).
 KEPT_PHRASES = ["world size", "world_size", "flight recorder", "Flight recorder", "missing ranks", "op mismatch",
@@ -111,29 +115,26 @@ def api_json(page, url: str):
 
 
 def lesson_strings(page, base_url: str) -> list[str]:
-    """What the lessons and the run's events say in their own words: every lesson's id, title and summary
-    (the index and the room's lesson picker list them), this lesson's parameter names, help and choices, and every
-    string of the events (a label also in its pieces, as the views split it: "step 2: send chunk 3")."""
+    """Words on the page that are nobody's to translate: every lesson's id, this lesson's parameter names and
+    choices, and the events' sites, exceptions, printed output and names of ops and groups."""
     lesson_id = page.evaluate("document.querySelector('[data-lesson]')?.dataset.lesson")
     strings = set(page.evaluate(LESSON_STRINGS_JS))
-    strings |= {piece.strip() for text in list(strings) for piece in re.split(r": | — ", text)}
-    strings |= {re.sub(r"^(send|recv) | \d+$", "", text) for text in list(strings)}   # as the views shorten them
     for lesson in api_json(page, f"{base_url}/api/lessons") or []:
-        strings |= {lesson["id"], lesson["title"], lesson["summary"]}
+        strings.add(lesson["id"])
     if lesson_id:
         lesson = api_json(page, f"{base_url}/api/lessons/{lesson_id}")
-        strings |= {lesson["title"], lesson["summary"]}
         schema = lesson["params"]
         for name, prop in schema.get("properties", {}).items():
             resolved = schema.get("$defs", {}).get(prop.get("$ref", "").split("/")[-1], {}) | prop
-            strings |= {name, *(str(v) for v in resolved.get("enum", [])), resolved.get("description", ""), resolved.get("title", "")}
+            strings |= {name, *(str(v) for v in resolved.get("enum", []))}
     return sorted((s for s in strings if s.strip()), key=len, reverse=True)
 
 
 def own_words(strings: list[str]) -> re.Pattern:
-    """One pattern for all of `strings` (longest first), each matched as a whole, not inside a word."""
+    """One pattern for all of `strings` (longest first), each matched as a whole, not inside a word (nor inside
+    "all-reduce", where a choice "reduce" would leave "all")."""
     alternatives = "|".join(re.escape(s) for s in strings if len(s) > 1) or "(?!)"
-    return re.compile(rf"(?<![A-Za-z])(?:{alternatives})(?![A-Za-z])")
+    return re.compile(rf"(?<![A-Za-z-])(?:{alternatives})(?![A-Za-z-])")
 
 
 def english_words(text: str, own: re.Pattern) -> tuple[str, ...]:
@@ -169,6 +170,9 @@ LESSONS = [
     ("zero", 2, {"stage": 3}),
     ("tp_attention", 2, {}),
     ("three_d", 4, {"dp": 1}),
+    ("context_parallel", 2, {}),
+    ("context_parallel", 2, {"method": "ulysses", "heads": 2}),
+    ("expert_parallel", 2, {}),
     ("crash", 2, {"how": "raise"}),
 ]
 

@@ -4,7 +4,8 @@ sign-in limit, signs in, opens the problems and the index, changes their passwor
 one, is refused a lesson run with too many ranks, then on a problem page waits in the judge's queue,
 cancels, is refused, fails and passes. The admin sees runs and submissions in flight, creates a class
 (twice) and a user, resets a password and deletes the user (the dialogs' questions too). Last, every
-hosted-lab message of the server that the pages do not meet goes through `tServer`.
+hosted-lab message of the server that the pages do not meet goes through `tMessage` (the coded ones by their
+code; every code's Chinese is checked in tests/app/test_messages.py).
 
 `audit_lab(student_page, admin_page, base_url)` returns {place: [Finding]}; the server must be started
 with `LAB_ENV`.
@@ -195,13 +196,14 @@ def audit_admin(page, base_url: str, admin: httpx.Client, look, report: dict) ->
 
 # ---- the server's words the pages did not meet --------------------------------------------------------------
 TSERVER_JS = """async (messages) => {
-  const { tServer } = await import("paralab/i18n.js");
-  return messages.map((m) => tServer(m));
+  const { tMessage } = await import("paralab/i18n.js");
+  return messages.map((m) => tMessage(m));
 }"""
 
 
-def server_messages() -> list[str]:
-    """The hosted lab's refusals and reasons, made by the server's own code where that is cheap."""
+def server_messages() -> list:
+    """The hosted lab's refusals ({detail, code, params}, made by the server's own code) and the judge's reasons
+    (sentences with no code yet)."""
     from starlette.datastructures import Headers
 
     from app.csrf import cross_site_refusal
@@ -215,8 +217,8 @@ def server_messages() -> list[str]:
     limits = sandbox.Limits()
     starter = (REPO / f"workers/problems/{PROBLEM}/starter.py").read_text()
     return [
-        limit.blocked("bob", "10.0.0.2").message, limit.blocked("carol", "10.0.0.1").message,
-        cross_site_refusal(Headers({"cookie": "session=x", "origin": "https://people.uni.edu", "host": "lab.uni.edu"}), "session"),
+        limit.blocked("bob", "10.0.0.2").message.body(), limit.blocked("carol", "10.0.0.1").message.body(),
+        cross_site_refusal(Headers({"cookie": "session=x", "origin": "https://people.uni.edu", "host": "lab.uni.edu"}), "session").body(),
         screen(PROBLEM, "from . import x\n" + starter), screen(PROBLEM, "import torch\n"), screen("nope", starter),
         screen(PROBLEM, starter + "#" * 100_000),
         *(f"stopped: {sandbox.exhausted(error, limits)}" for error in ("MemoryError", "BlockingIOError", "File too large")),
@@ -228,18 +230,8 @@ def server_messages() -> list[str]:
         "rank 2 ended without reporting (killed?)", "rank 1: ZeroDivisionError: division by zero (your line 7: 1 / 0)",
         CANCELLED_WAITING, CANCELLED_JUDGING, "the server restarted before it was judged; submit again",
         "the judge failed: [Errno 2] No such file or directory: 'bwrap'",
-        "you have 5 submissions waiting or being judged; wait for one to finish",
-        "submission 3f2a is passed already; only one waiting or being judged can be cancelled",
-        "unknown problem 'nope'; problems: ring_allreduce, fg_operators", "no problem 'nope'",
-        "a student may start at most 4 ranks", "you have 2 runs queued or running; the limit is 2",
-        "sign in first", "only an admin may do this", "only an admin may see this page", "no user 'zed'",
-        "you cannot delete your own account; another admin can", "no submission '3f2a'",
-        "accounts are off (PARALAB_AUTH=off): nobody needs to sign in", "accounts are off (PARALAB_AUTH=off)",
-        "the current password is wrong", "a password has at least 8 characters",
-        "a name is 1–64 letters, digits, or . _ @ -, starting with a letter or digit", "role is admin or student",
-        "no class 'cs9'", "the name 'ada' is taken", "a class name is 1–64 letters, digits, or . _ @ -",
-        "the class 'cs101' exists", "no class has that sign-up code", "the server answered 502",
-        "String should have at most 64 characters", "String should have at least 1 character",
+        {"msg": "String should have at most 64 characters", "type": "string_too_long", "params": {"max_length": 64}},
+        {"msg": "String should have at least 1 character", "type": "string_too_short", "params": {"min_length": 1}},
     ]
 
 
@@ -249,12 +241,12 @@ PYTHON_SAYS = ["NameError: name 'q' is not defined", "ZeroDivisionError: divisio
 
 
 def audit_server_messages(page, report: dict) -> None:
-    """Each message in Chinese (`tServer` on the page, in 中文), with no English word left but names and
+    """Each message in Chinese (`tMessage` on the page, in 中文), with no English word left but names and
     Python's own words."""
     messages = server_messages()
     own = own_words([*NAMES, *PYTHON_SAYS])
     report["the server's hosted-lab messages"] = [
-        Finding(said, f"tServer({message!r})", words)
+        Finding(said, f"tMessage({message!r})", words)
         for message, said in zip(messages, page.evaluate(TSERVER_JS, messages))
         if (words := english_words(said, own))]
 

@@ -273,12 +273,14 @@ def test_space_reports_a_deadlock():
 def test_problems_name_the_field_of_the_broken_rule(schedule, p, m, v, field, words):
     found = schedules.problems(schedule, p, m, v)
     assert found, f"{schedule} p={p} m={m} v={v} was accepted"
-    assert [f for f, _ in found] == [field] * len(found), found
-    assert any(words in message for _, message in found), found
+    assert [f for f, *_ in found] == [field] * len(found), found
+    assert any(words in message for _, message, *_ in found), found
+    assert all(code.startswith("pp.") and isinstance(params, dict) for *_, code, params in found), found
 
 
 def test_an_unknown_schedule_lists_the_choices():
-    (field, message), = schedules.problems("Zigzag", 4, 8, 1)
+    (field, message, code, params), = schedules.problems("Zigzag", 4, 8, 1)
+    assert (code, params["schedule"]) == ("pp.unknown_schedule", "Zigzag")
     for name in ["gpipe", "1f1b", *TORCH]:
         assert repr(name) in message
 

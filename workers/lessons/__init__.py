@@ -3,12 +3,16 @@
 A lesson is a package here (or in a folder named by PARALAB_LESSONS_PATH, os.pathsep-separated,
 for lessons kept outside the repository): `__init__.py` describes it (`LESSON`: title, parameters as a pydantic
 model, allowed world sizes) without importing torch, so the server can validate a run; its
-`program.py` is the rank program learners read in the page; `explain.<lang>.md` is its text.
+`program.py` is the rank program learners read in the page; `explain.<lang>.md` is its text, and
+`texts.<lang>.json` translates its other words (title, summary, parameter help, the labels and names its
+events carry, its validators' messages) — docs/i18n.md describes the format. A folder named by
+PARALAB_I18N_PATH may add a language to a lesson as `lessons/<id>/texts.<lang>.json`.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pkgutil
 from dataclasses import dataclass, field
@@ -19,6 +23,12 @@ from pydantic import BaseModel
 LESSONS_DIR = Path(__file__).resolve().parent
 _REPO_ROOT = LESSONS_DIR.parent.parent
 __path__.extend(p for p in os.environ.get("PARALAB_LESSONS_PATH", "").split(os.pathsep) if p)  # noqa: F821
+TEXT_SECTIONS = ("title", "summary", "params", "text", "errors")   # what a texts.<lang>.json may hold
+
+
+def i18n_dirs() -> list[Path]:
+    """Folders that add languages without touching the repository (PARALAB_I18N_PATH, os.pathsep-separated)."""
+    return [Path(p) for p in os.environ.get("PARALAB_I18N_PATH", "").split(os.pathsep) if p]
 
 
 @dataclass(frozen=True)
@@ -47,8 +57,8 @@ class Lesson:
     def dir(self) -> Path:
         return Path(importlib.import_module(f"{__name__}.{self.id}").__file__).resolve().parent
 
-    def runtime_problems(self, params: BaseModel, world_size: int) -> list[tuple[str, str]]:
-        """(field, message) for each torch-side rule broken (call where torch is imported)."""
+    def runtime_problems(self, params: BaseModel, world_size: int) -> list[tuple]:
+        """(field, message[, code, params]) for each torch-side rule broken (call where torch is imported)."""
         if self.runtime_rules is None:
             return []
         return importlib.import_module(self.runtime_rules).check(params, world_size)
@@ -69,10 +79,39 @@ class Lesson:
         return files
 
     def explanation(self, lang: str = "en") -> str:
-        path = self.dir / f"explain.{lang}.md"
+        candidates = [self.dir / f"explain.{lang}.md"] + [Path(d, "lessons", self.id, f"explain.{lang}.md") for d in i18n_dirs()]
+        path = next((c for c in candidates if c.exists()), candidates[0])
         if not path.exists():
             path = self.dir / "explain.en.md"
         return path.read_text() if path.exists() else ""
+
+    def text_files(self) -> dict[str, Path]:
+        """language → its texts.<lang>.json: beside the lesson, or under PARALAB_I18N_PATH's lessons/<id>/."""
+        folders = [Path(d, "lessons", self.id) for d in reversed(i18n_dirs())] + [self.dir]
+        found = {}
+        for folder in folders:                               # beside the lesson wins, then the first path
+            for path in sorted(folder.glob("texts.*.json")):
+                found[path.name.removeprefix("texts.").removesuffix(".json")] = path
+        return found
+
+    def texts(self) -> dict[str, dict]:
+        """Every language's translation of the lesson's words: {lang: {title, summary, params, text, errors}}."""
+        return {lang: read_texts(path) for lang, path in sorted(self.text_files().items())}
+
+
+def read_texts(path: Path) -> dict:
+    """One texts.<lang>.json, refused with the file and the section named if it is not the format."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a lesson's texts are one JSON object, not {type(data).__name__}")
+    for section, value in data.items():
+        if section not in TEXT_SECTIONS:
+            raise ValueError(f"{path}: unknown section {section!r}; known: {', '.join(TEXT_SECTIONS)}")
+        wanted = str if section in ("title", "summary") else dict
+        if not isinstance(value, wanted) or (wanted is dict and not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+            raise ValueError(f"{path}: {section!r} must be {'a string' if wanted is str else 'an object of strings'}")
+    return data
 
 
 def _discover() -> dict[str, Lesson]:

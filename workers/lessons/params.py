@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo
+from pydantic_core import PydanticCustomError
 
 # Every field is bounded (a string by its length or its choices, a number by its range): a request
 # can hold nothing larger than a lesson can use. tests/app/test_hostile_requests.py walks the schemas.
@@ -20,9 +21,16 @@ def world_size(info: ValidationInfo) -> int:
     return (info.context or {}).get("world_size", 1)
 
 
+def rule(code: str, english: str, **ctx) -> PydanticCustomError:
+    """A broken parameter rule: its `code` (the 422's `type`, the key a lesson's texts.<lang>.json
+    translates under `errors`), the English with `{name}` from `ctx` (the 422's `params`)."""
+    return PydanticCustomError(code, english, ctx)
+
+
 def divisible_by_ranks(value: int, info: ValidationInfo) -> int:
     """A dimension split across the ranks must divide evenly."""
     t = world_size(info)
     if value % t:
-        raise ValueError(f"{info.field_name}={value} must be divisible by the number of ranks ({t})")
+        raise rule("params.divisible_by_ranks", "{field}={value} must be divisible by the number of ranks ({ranks})",
+                   field=info.field_name, value=value, ranks=t)
     return value

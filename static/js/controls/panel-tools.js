@@ -6,6 +6,7 @@
  */
 
 import { cacheOf, changed, h, place } from "paralab/dom.js";
+import { t } from "paralab/i18n.js";
 import { download, picturePng, pictureSvg } from "paralab/controls/picture-export.js";
 import { bindFocusKeys, focusButton } from "paralab/controls/focus.js";
 import { TABLES } from "paralab/views/tables.js";
@@ -41,7 +42,7 @@ function panelTools(panel, picture, store, { exportable }) {
   const id = picture.id;
   const heading = panel.querySelector(":scope > h2");
   const title = heading ? heading.childNodes[0]?.textContent.trim() || id : id;
-  const tools = h("div", { class: "panel-tools", role: "group", "aria-label": `${title}: tools` });
+  const tools = h("div", { class: "panel-tools", role: "group", "aria-label": t("{panel}: tools", { panel: title }) });
   if (TABLES[id]) {
     const shown = shownTables().has(id);
     const box = h("div", { class: ["state-table", !shown && "visually-hidden"], id: `table-${id}`, "data-for": id });

@@ -5,7 +5,7 @@
  */
 
 import { fill, h } from "paralab/dom.js";
-import { t, tPlural, tServer } from "paralab/i18n.js";
+import { lessonField, t, tMessage, tPlural } from "paralab/i18n.js";
 
 function resolve(schema, prop) {
   if (prop.$ref) return { ...schema.$defs?.[prop.$ref.split("/").pop()], ...prop };
@@ -67,6 +67,20 @@ function isUnlinked(prop) {
   return prop.format === "python" || prop.type === "array";
 }
 
+/** A parameter's help in the current language (the lesson's texts.<lang>.json `params`), else its description. */
+function paramHelp(name, prop) {
+  return lessonField(`params.${name}`, prop.description || prop.title || "");
+}
+
+/** The parameters' help again, in the language just chosen. */
+export function translateParamHelp(form, lesson) {
+  const schema = lesson.params;
+  for (const [name, prop] of Object.entries(schema.properties || {})) {
+    const help = form.querySelector(`#help-${CSS.escape(name)}`);
+    if (help) help.textContent = paramHelp(name, resolve(schema, prop));
+  }
+}
+
 /** Fill `form` with the lesson's fields. `values`: {world_size, params} to start from (e.g. the URL). */
 export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   const schema = lesson.params;
@@ -78,7 +92,7 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
     return h("div", { class: "field", "data-field": name },
       h("label", { for: `param-${name}` }, name),
       control(name, prop, value),
-      h("p", { class: "help", id: `help-${name}` }, prop.description || prop.title || ""),
+      h("p", { class: "help", id: `help-${name}` }, paramHelp(name, prop)),
       h("p", { class: "field-error", id: `error-${name}`, role: "alert", hidden: true }));
   }));
   form.dataset.types = JSON.stringify(Object.fromEntries(props.map(([n, p]) => [n, p.type || (p.enum ? "enum" : "string")])));
@@ -161,15 +175,16 @@ export function clearErrors(form) {
   for (const el of form.querySelectorAll(".field.invalid")) el.classList.remove("invalid");
 }
 
-/** Show a 422's `detail` ([{loc, msg}] or a string) next to the fields it names. */
+/** Show a 422's `detail` ([{loc, msg, type, params}]), a refusal ({detail, code, params}) or a sentence
+ *  next to the fields it names, each in the current language. */
 export function showErrors(form, detail) {
   clearErrors(form);
-  const errors = Array.isArray(detail) ? detail : [{ loc: [], msg: String(detail) }];
+  const errors = Array.isArray(detail) ? detail : [detail && typeof detail === "object" ? { loc: [], ...detail } : { loc: [], msg: String(detail) }];
   for (const err of errors) {
     const name = err.loc?.length ? String(err.loc[err.loc.length - 1]) : "";
     const field = name && form.querySelector(`[data-field="${CSS.escape(name)}"]`);
     const target = field ? field.querySelector(".field-error") : form.querySelector(".form-error");
-    const msg = err.msg ? tServer(err.msg) : t("invalid");
+    const msg = err.msg || err.detail || err.error ? tMessage(err) : t("invalid");
     target.textContent = target.textContent ? `${target.textContent} ${msg}` : msg;
     target.hidden = false;
     if (field) {

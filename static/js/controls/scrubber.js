@@ -33,7 +33,7 @@ export function bindScrubber(root, store) {
     range.disabled = total === 0;
     range.setAttribute("aria-valuetext", t("event {seq} of {total}", { seq, total }));
     counter.textContent = `seq ${seq} / ${total}`;
-    play.textContent = playing ? "❚❚ Pause" : "▶ Play";
+    play.textContent = t(playing ? "❚❚ Pause" : "▶ Play");
     play.setAttribute("aria-pressed", String(playing));
     for (const name of ["first", "prev"]) $(name).disabled = cursor <= 0;
     for (const name of ["next", "last"]) $(name).disabled = cursor >= total - 1;

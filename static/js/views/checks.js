@@ -6,7 +6,7 @@
 
 import { changed, fill, h, remPx } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { t } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
 import { cellValue, heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
 
@@ -27,7 +27,7 @@ function comparison(check, ctx) {
   const box = ctx.box;
   const panel = (title, tensor, lim, rank) => h("figure", { class: "check-map" },
     h("figcaption", {}, title),
-    heatmapCanvas({ name: `${check.name} — ${title}`, rows, cols, regions: [wholeRegion(tensor, rank)], limit: lim, box,
+    heatmapCanvas({ name: `${tText(check.name)} — ${title}`, rows, cols, regions: [wholeRegion(tensor, rank)], limit: lim, box,
                     outline: rank !== null, runId: tensor.id ? ctx.runId : null }));
   return h("div", { class: "check-compare" },
     h("div", { class: "check-pair" },
@@ -52,10 +52,11 @@ export function renderChecks(container, state, { runId, worldSize }) {
   const ranks = worldSize || Math.max(...groups.map((g) => g.rows.size));
   const expected = groups.length * ranks;
   const summary = failed
-    ? `${failed} of ${rows.length} checks FAILED`
+    ? t("{failed} of {n} checks FAILED", { failed, n: rows.length })
     : rows.length === expected
-      ? `All ${expected} checks passed (${groups.length} check${groups.length === 1 ? "" : "s"} × ${ranks} rank${ranks === 1 ? "" : "s"})`
-      : `${rows.length} of ${expected} checks done, all passed so far`;
+      ? t(`All {n} checks passed ({checks} ${groups.length === 1 ? "check" : "checks"} × {ranks} ${ranks === 1 ? "rank" : "ranks"})`,
+        { n: expected, checks: groups.length, ranks })
+      : t("{done} of {n} checks done, all passed so far", { done: rows.length, n: expected });
   const ctx = { runId, box: { maxW: 14 * rem, maxH: 10 * rem, maxCell: 1.2 * rem } };
   fill(container,
     h("p", { class: ["checks-summary", failed ? "fail" : "pass"], role: "status" }, failed ? "✗ " : "✓ ", summary),

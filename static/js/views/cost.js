@@ -7,7 +7,7 @@
 
 import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
-import { t, tServer } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 
 /** Metrics this view shows (the numbers panel leaves them out); `cost_sample` (every timed repeat) is
  * the sweep's raw data, kept in the log so the fit can be redone from it. */
@@ -88,7 +88,7 @@ function fitLines(alpha, beta) {
       beta ? [h("strong", {}, `β = ${beta.value > 0 ? `${(beta.value * 1e9).toPrecision(3)} ns/B` : "0"}`), spread(beta),
         beta.value > 0 ? ` (1/β = ${formatRate(1 / beta.value)})` : ""] : null,
       alpha?.r2 !== undefined ? ` · r² = ${Number(alpha.r2).toFixed(2)}` : null),
-    warnings.length ? h("ul", { class: "cost-warnings", role: "note" }, warnings.map((w) => h("li", {}, `⚠ ${tServer(w)}`))) : null,
+    warnings.length ? h("ul", { class: "cost-warnings", role: "note" }, warnings.map((w) => h("li", {}, `⚠ ${tText(w)}`))) : null,
   ];
 }
 

@@ -7,7 +7,7 @@
 
 import { h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { t, tServer } from "paralab/i18n.js";
+import { currentLang, t, tMessage } from "paralab/i18n.js";
 import { parseSite } from "paralab/replay.js";
 
 const CLASSES = {
@@ -37,9 +37,9 @@ function stuckIn(state) {
 }
 
 /** The server's sentence about who waits where: translated, or in English with a capital letter. */
-function sentence(message) {
-  const said = tServer(message);
-  return said === message ? message.charAt(0).toUpperCase() + message.slice(1) : said;
+function sentence(diagnosis) {
+  const said = tMessage(diagnosis);
+  return currentLang() === "en" ? said.charAt(0).toUpperCase() + said.slice(1) : said;
 }
 
 export function hangReport(e) {
@@ -49,11 +49,12 @@ export function hangReport(e) {
   const missing = e.missing || [];
   const p2p = e.group === "p2p";
   const chip = (r) => h("span", { class: "rank-chip", style: { "--rank": rankColour(r) } }, `rank ${r}`);
-  const message = (e.message || "").replace(/^hung for [^:]+: /, "");
-  const waited = (/^hung for ([^:]+):/.exec(e.message || "") || [])[1];
+  const hung = e.code === "hang.hung";                  // {seconds, diagnosis}: the diagnosis apart, under the heading
+  const diagnosis = hung ? e.params.diagnosis : { ...e, message: (e.message || "").replace(/^hung for [^:]+: /, "") };
+  const waited = hung ? `${e.params.seconds} s` : (/^hung for ([^:]+):/.exec(e.message || "") || [])[1];
   return h("div", { class: "hang-report" },
     h("h2", {}, "The run hung", waited ? h("span", { class: "hang-after" }, ` ${t("— stopped after {waited} without progress", { waited })}`) : null),
-    h("p", { class: "hang-sentence" }, sentence(message)),
+    h("p", { class: "hang-sentence" }, sentence(diagnosis)),
     h("dl", { class: "hang-facts" },
       h("div", {}, h("dt", {}, "mismatch"), h("dd", {}, h("span", { class: "mismatch-badge" }, e.mismatch || "unknown"))),
       e.group ? h("div", {}, h("dt", {}, "stuck in"), h("dd", {}, p2p ? "send/recv" : t("group {group}, collective #{cseq}", e))) : null,

@@ -4,7 +4,7 @@
  */
 
 import { changed, fill, h } from "paralab/dom.js";
-import { t } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
 
 /** What a metric means, in words, where its name alone does not say. */
@@ -12,8 +12,10 @@ const MEANING = {
   kv_cache_copies: "how many ranks store each KV head's cache: with fewer KV heads than ranks (GQA), every KV head — its Wk, Wv and its K/V cache — is replicated",
 };
 
+/** A metric's card title: the lesson's words for its name (texts.<lang>.json), else the name in words. */
 function title(name) {
-  return name.replace(/_/g, " ").replace(/^kv /, "KV ").replace(/^./, (c) => c.toUpperCase());
+  const words = tText(name);
+  return words !== name ? words : name.replace(/_/g, " ").replace(/^kv /, "KV ").replace(/^./, (c) => c.toUpperCase());
 }
 
 /** ctx.claimed: the metric names other views draw (views/registry.js). */

@@ -200,7 +200,7 @@ export function renderOrigins(container, state, { runId, worldSize }) {
   const traced = () => container.querySelectorAll(".cell.traced");
   const clear = () => {
     for (const c of traced()) c.classList.remove("traced");
-    trace.textContent = untraced;
+    trace.textContent = tText(untraced);
   };
   const light = (target) => {
     const cellEl = target instanceof Element ? target.closest(".origin-cell") : null;

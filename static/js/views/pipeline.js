@@ -7,7 +7,7 @@
  */
 
 import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
-import { t, tPlural } from "paralab/i18n.js";
+import { t, tPlural, tText } from "paralab/i18n.js";
 import { formatBytes } from "paralab/replay.js";
 import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
 import { p2pArrows, p2pBlock, spanExtent } from "paralab/views/timeline.js";
@@ -119,7 +119,7 @@ function ganttRows(state, { placement, slow, slowFactor, extent }) {
         comm.push(p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) }));
       } else {
         comm.push({ id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
-                    title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${sp.label}` : ""}` });
+                    title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${tText(sp.label)}` : ""}` });
       }
     }
     const share = makespan > 0 ? busy / makespan : null;

@@ -13,7 +13,7 @@
  */
 
 import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
-import { t, tPlural } from "paralab/i18n.js";
+import { afterColon, t, tPlural, tText } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
 import { cellValue } from "paralab/views/heatmap.js";
@@ -238,7 +238,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
       h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
     morph(cache.get("head", () => h("p", { class: "ring-head" })),
       h("strong", {}, step.key), algorithmStep(step, state, contents),
-      detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), `rank ${spans.find((sp) => sp.label === detail)?.rank}: ${detail.split(":").slice(1).join(":").trim()}`) : null),
+      detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), t("rank {rank}: {detail}", { rank: spans.find((sp) => sp.label === detail)?.rank, detail: afterColon(tText(detail)) })) : null),
     place(cache.get("drawing", () => h("div", { class: "ring-drawing" })), [svg]),
     morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
       waitingRecvs.length ? ` · ${tPlural(waitingRecvs.length, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",

@@ -6,7 +6,7 @@
 
 import { changed, fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { t, tServer } from "paralab/i18n.js";
+import { t, tMessage, tPlural } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
 import { hangReport } from "paralab/views/hang.js";
 
@@ -50,14 +50,14 @@ export function renderRunPill(pill, { run, log, connection, note = null }) {
   const busy = status === "queued" || status === "running";
   pill.dataset.status = status === "done" && failed.length ? "checks-failed" : status;
   const detail = status === "queued" && last?.position ? ` ${t("(position {position})", last)}`
-    : status === "running" ? ` · ${log.length} events` : run && status !== "none" ? ` · ${log.length} events` : "";
+    : run && status !== "none" ? ` ${t("· {n} events", { n: log.length })}` : "";
   fill(pill,
     busy ? h("span", { class: "spinner", "aria-hidden": "true" }) : null,
     h("span", { class: "run-word" }, status === "none" ? "No run yet" : `Run ${WORDS[status] || status}`),
     failed.length ? h("span", { class: "run-checks-failed" }, ` · ${t("{n} checks FAILED", { n: failed.length })}`) : null,
     note ? h("span", { class: "run-note" }, note) : null,       // before the counts: a narrow header cuts the end
     detail,
-    run ? h("span", { class: "run-id", title: t("run {id}", run) }, ` · ${run.world_size} rank${run.world_size === 1 ? "" : "s"}`) : null,
+    run ? h("span", { class: "run-id", title: t("run {id}", run) }, ` ${tPlural(run.world_size, "· {n} rank", "· {n} ranks")}`) : null,
     connection === "reconnecting" ? h("span", { class: "conn" }, " · reconnecting…") : null);
 }
 
@@ -96,7 +96,7 @@ export function renderFailure(container, state) {
       e.rank !== undefined && e.rank !== null
         ? [h("dt", {}, "rank"), h("dd", {}, h("span", { class: "rank-chip", style: { "--rank": rankColour(e.rank) } }, `rank ${e.rank}`))]
         : null,
-      [h("dt", {}, "what"), h("dd", { class: "failure-message" }, e.message ? tServer(e.message) : t(status))],
+      [h("dt", {}, "what"), h("dd", { class: "failure-message" }, e.message ? tMessage(e) : t(status))],
       e.site ? [h("dt", {}, "where"), h("dd", {}, h("code", {}, e.site))] : null,
       e.ranks ? [h("dt", {}, "last lines"), h("dd", {}, Object.entries(e.ranks).map(([r, site]) =>
         h("div", {}, `rank ${r}: `, h("code", {}, site || t("no call yet")))))] : null),

@@ -10,7 +10,7 @@
 
 import { changed, fill, h } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { t, tPlural, tServer } from "paralab/i18n.js";
+import { afterColon, t, tMessage, tPlural, tText } from "paralab/i18n.js";
 import { callName, collectiveKey, parseSite, rankList } from "paralab/replay.js";
 
 function where(site) {
@@ -26,7 +26,7 @@ export function rankStep(rs, state) {
   if (rs.finished) return { kind: "finished", text: t("finished"), detail: t("its program is done: it waits for the others") };
   if (rs.gate) {
     const label = rs.gate.label || "";
-    return { kind: "gate", text: t("waits at {call}", { call: callName(rs.gate) }), detail: label.includes(":") ? label.split(":").slice(1).join(":").trim() : label,
+    return { kind: "gate", text: t("waits at {call}", { call: callName(rs.gate) }), detail: afterColon(tText(label)),
              site: where(rs.gate.site),
              waiting: true };
   }
@@ -131,6 +131,6 @@ export function renderStepper(container, state, ctx) {
     !ctx.live ? null : h("p", { class: "stepper-keys" },
       key("0"), "–", key("9"), " release that rank · ", key("a"), " or ", key("Enter"), " release all · ",
       key("c"), " continue · ", key("p"), " pause · ", key("←"), key("→"), " step through what happened"),
-    ctx.notice ? h("p", { class: "stepper-notice", role: "alert" }, tServer(ctx.notice)) : null);
+    ctx.notice ? h("p", { class: "stepper-notice", role: "alert" }, tMessage(ctx.notice)) : null);
   if (focused) container.querySelector(`[data-action="${focused}"]`)?.focus();
 }

@@ -7,7 +7,7 @@
 
 import { formatRate, formatSeconds, formatSize } from "paralab/cost-model.js";
 import { COST_METRICS } from "paralab/views/cost.js";
-import { t } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 import { formatBytes, formatNumber, rankList } from "paralab/replay.js";
 import { gridTable as grid } from "paralab/views/grid-table.js";
 import { cellValue } from "paralab/views/heatmap.js";
@@ -113,7 +113,7 @@ export function pipelineTable(state, { params, cache } = {}) {
 function spanName(sp) {
   if (sp.kind === "compute") return `${sp.name}${sp.begin?.microbatch ?? ""}`;
   if (sp.kind === "p2p") return sp.label || t(sp.op === "send" ? "{op} to rank {peer}" : "{op} from rank {peer}", sp);
-  return `${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${sp.label}` : ""}`;
+  return `${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${tText(sp.label)}` : ""}`;
 }
 
 function spanKind(sp) {
@@ -152,7 +152,7 @@ export function topologyTable(state, { cache } = {}) {
       if (kind === "pp") calls += state.p2p.filter((sp) => sp.op === "send" && members.includes(sp.rank) && members.includes(sp.peer)).length;
       const busy = groups.filter((g) => g.kind === kind && same(g.ranks, members));
       const linked = kind === "pp" ? links.filter((l) => members.includes(l.from) && members.includes(l.to)) : [];
-      const calling = busy.length ? busy.map((g) => `${g.c.op}${g.c.label ? ` — ${g.c.label}` : ""}`)
+      const calling = busy.length ? busy.map((g) => `${g.c.op}${g.c.label ? ` — ${tText(g.c.label)}` : ""}`)
         : linked.map((l) => `rank ${l.from} → rank ${l.to}`);
       const active = calling.length ? t("yes: {calls}", { calls: calling.join("; ") }) : t("no");
       rows.push([t("{kind} group {index}", { kind: kind.toUpperCase(), index }), members.join(", "), String(calls), active]);

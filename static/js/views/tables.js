@@ -4,7 +4,7 @@
  * Each function takes the folded state (replay.js) and returns a <table>, or null when there is nothing.
  */
 
-import { t } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 import { activity, formatNumber } from "paralab/replay.js";
 import { gridTable } from "paralab/views/grid-table.js";
 import { PARALLEL_TABLES } from "paralab/views/tables-parallel.js";
@@ -32,7 +32,7 @@ export function lanesTable(state, { cache } = {}) {
   return table("What each rank does at this step", ["rank", "doing", "where", "events"],
     state.ranks.map((rs) => {
       const act = activity(rs, state);
-      return [`rank ${rs.rank}`, act.label ? `${act.text} — ${act.label}` : act.text,
+      return [`rank ${rs.rank}`, act.label ? `${act.text} — ${tText(act.label)}` : act.text,
         rs.site ? `${rs.site.path.split("/").pop()}:${rs.site.line}` : "–", String(rs.events)];
     }), cache);
 }
@@ -55,7 +55,7 @@ export function collectiveTable(state, { cache } = {}) {
         outputs[i] ? `${out[0]} ${out[4]}`.trim() : "–"]);
     });
   }
-  return table(`${c.op} (${c.group} #${c.cseq})${c.label ? ` — ${c.label}` : ""}`,
+  return table(`${c.op} (${c.group} #${c.cseq})${c.label ? ` — ${tText(c.label)}` : ""}`,
     ["rank", "state", "tensor", "input", "min … max", "output"], rows, cache);
 }
 
@@ -65,7 +65,7 @@ export function tensorsTable(state, { cache } = {}) {
   for (const placed of state.placed.values()) {
     for (const shard of [...placed.shards.values()].sort((a, b) => a.rank - b.rank)) {
       const [shape, min, max, mean, values] = tensorCells(shard.tensor);
-      rows.push([`${placed.name} [${placed.fullShape.join("×")}]`, `rank ${shard.rank}`,
+      rows.push([`${tText(placed.name)} [${placed.fullShape.join("×")}]`, `rank ${shard.rank}`,
         t("{shape} at ({offset})", { shape, offset: (shard.offset || []).join(", ") }), min, max, mean, values]);
     }
   }

@@ -5,7 +5,7 @@
  */
 
 import { changed, fill, h, remPx } from "paralab/dom.js";
-import { t, tPlural } from "paralab/i18n.js";
+import { t, tPlural, tText } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { heatmapCanvas, legend, matrixShape, sharedLimit, wholeRegion } from "paralab/views/heatmap.js";
 
@@ -57,7 +57,7 @@ function placedCard(placed, ctx, fresh) {
   return h("figure", { class: ["tensor-card", "placed", fresh && "fresh", replicated.length && "replicated"], "data-tensor": placed.name },
     h("figcaption", {},
       h("strong", {}, placed.name), ` [${placed.fullShape.join("×")}] — `,
-      `${shards.length} of ${ctx.worldSize || shards.length} shards in place`,
+      t("{placed} of {n} shards in place", { placed: shards.length, n: ctx.worldSize || shards.length }),
       replicated.length ? h("span", { class: "replicated-note" },
         ` · ${tPlural(replicated.length, "{n} block replicated ×{copies}", "{n} blocks replicated ×{copies}",
           { copies: Math.max(...replicated.map((b) => b.ranks.length)) })}`) : null),
@@ -83,7 +83,7 @@ function looseRow(name, byRank, ctx, freshRank) {
     h("div", { class: "rank-tensors" }, entries.map((e) =>
       h("div", { class: ["rank-tensor", e.rank === freshRank && "fresh"], style: { "--rank": rankColour(e.rank) } },
         h("span", { class: "rank-label" }, `rank ${e.rank}`),
-        heatmapCanvas({ name: `${name} (rank ${e.rank})`, ...shapeOf(e.tensor), regions: [wholeRegion(e.tensor, e.rank)],
+        heatmapCanvas({ name: `${tText(name)} (rank ${e.rank})`, ...shapeOf(e.tensor), regions: [wholeRegion(e.tensor, e.rank)],
                         limit, box: small, outline: true, runId: ctx.runId })))),
     legend(limit));
 }

@@ -7,7 +7,7 @@
  */
 
 import { changed, fill, h, remPx, sizeOf } from "paralab/dom.js";
-import { t } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 import { bucketOf } from "paralab/log-contents.js";
 import { formatMs, ganttFrame, ganttSvg, timeAxis } from "paralab/views/gantt.js";
 import { GROUP_COLOURS } from "paralab/palette.js";
@@ -95,7 +95,7 @@ function computeText(sp) {
   const layer = /^B layer (\d+)/.exec(name);
   if (layer) return { text: `B layer ${layer[1]}`, short: `B${layer[1]}` };
   if (sp.begin?.microbatch !== undefined && sp.begin?.microbatch !== null) return { text: `${name}${sp.begin.microbatch}`, short: `${sp.begin.microbatch}` };
-  const words = name.replace(/ \d+$/, "");
+  const words = tText(name.replace(/ \d+$/, ""));
   return { text: words, short: words.split(/[ +]/)[0] };
 }
 
@@ -106,7 +106,7 @@ function collectiveLook(sp, topology) {
   }
   const kind = groupKind(sp.group);
   const op = (sp.op || "").replace(/_/g, "-");
-  const short = { all_reduce: "AR", all_gather: "AG", reduce_scatter: "RS", broadcast: "BC" }[sp.op] || op.slice(0, 2);
+  const short = { all_reduce: "AR", all_gather: "AG", reduce_scatter: "RS", broadcast: "BC", all_to_all: "A2A" }[sp.op] || op.slice(0, 2);
   if (topology && GROUP_COLOURS[kind]) return { fill: GROUP_COLOURS[kind], ink: "#1e293b", text: `${kind} ${op}`, short: kind.toUpperCase() };
   return { fill: OP_COLOURS[sp.op] || GROUP_COLOURS.world, text: op, short };
 }
@@ -147,7 +147,7 @@ function rankRow(rs, state, topology) {
   const computeBlocks = compute.map((sp) => {
     const kind = computeKind(sp.name || "");
     return { t0: sp.t0, t1: end(sp), fill: COMPUTE_COLOURS[kind], ...computeText(sp), cls: ["compute", kind, sp.t1 === null && "open"],
-             title: `rank ${rs.rank}: ${sp.name}${sp.t1 === null ? ` ${t("(running)")}` : ` — ${formatMs(sp.t1 - sp.t0)}`}` };
+             title: `rank ${rs.rank}: ${tText(sp.name)}${sp.t1 === null ? ` ${t("(running)")}` : ` — ${formatMs(sp.t1 - sp.t0)}`}` };
   });
   const commBlocks = [
     ...collectives.map((sp) => {
@@ -155,7 +155,7 @@ function rankRow(rs, state, topology) {
       return { t0: sp.t0, t1: end(sp), fill: look.fill, ink: look.ink, text: look.text, short: look.short,
                cls: ["collective", sp.t1 === null && "open", look.bucket !== undefined && "bucket"],
                data: { "data-group": groupKind(sp.group), ...(look.bucket !== undefined ? { "data-bucket": look.bucket } : {}) },
-               title: `rank ${rs.rank}: ${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${sp.label}` : ""}: ${sp.t1 === null ? t("in flight") : formatMs(sp.t1 - sp.t0)}` };
+               title: `rank ${rs.rank}: ${sp.op} (${sp.group} #${sp.cseq})${sp.label ? ` — ${tText(sp.label)}` : ""}: ${sp.t1 === null ? t("in flight") : formatMs(sp.t1 - sp.t0)}` };
     }),
     ...p2p.map((sp) => p2pBlock(sp, state)),
   ];

@@ -8,7 +8,7 @@
  */
 
 import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
-import { t, tPlural } from "paralab/i18n.js";
+import { t, tPlural, tText } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatBytes, rankList } from "paralab/replay.js";
 import { GROUP_COLOURS, groupKind } from "paralab/views/timeline.js";
@@ -141,7 +141,7 @@ function drawGrid(topology, state, width, rem) {
 
 /** "TP group 0, 1: all_reduce — its label": a lit group's tooltip. */
 function groupTitle(kind, g) {
-  return t("{kind} group {ranks}: {op}", { kind, ranks: g.ranks.join(", "), op: g.c.op }) + (g.c.label ? ` — ${g.c.label}` : "");
+  return t("{kind} group {ranks}: {op}", { kind, ranks: g.ranks.join(", "), op: g.c.op }) + (g.c.label ? ` — ${tText(g.c.label)}` : "");
 }
 
 function nowLine(groups, links, state) {
@@ -151,14 +151,14 @@ function nowLine(groups, links, state) {
     const waiting = cur.c.ranks.filter((r) => !cur.c.begins.has(r));
     return h("p", { class: ["topo-now", cur.kind] },
       h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[cur.kind] || GROUP_COLOURS.world } }, KIND_NAMES[cur.kind] || cur.kind),
-      ` ${t("{op} among ranks {ranks}", { op: cur.c.op.replace(/_/g, "-"), ranks: cur.ranks.join(", ") })}`, cur.c.label ? ` — ${cur.c.label}` : "",
+      ` ${t("{op} among ranks {ranks}", { op: cur.c.op.replace(/_/g, "-"), ranks: cur.ranks.join(", ") })}`, cur.c.label ? ` — ${tText(cur.c.label)}` : "",
       waiting.length ? h("span", { class: "topo-wait" }, ` ${t("(waiting for {ranks})", { ranks: rankList(waiting) })}`) : "",
       groups.length > 1 ? h("span", { class: "topo-more" }, ` · ${tPlural(groups.length - 1, "{n} more group busy", "{n} more groups busy")}`) : "");
   }
   const ln = links.find((l) => l.current) || links[0];
   if (ln) {
     return h("p", { class: "topo-now pp" }, h("span", { class: "topo-kind", style: { background: GROUP_COLOURS.pp } }, "PP"),
-      ` rank ${ln.from} → rank ${ln.to}`, ln.span.label ? ` — ${ln.span.label.replace(/^(send|recv) /, "")}` : "");
+      ` rank ${ln.from} → rank ${ln.to}`, ln.span.label ? ` — ${tText(ln.span.label).replace(/^(send|recv) /, "")}` : "");
   }
   return h("p", { class: "topo-now idle" }, e ? "No group communicates at this step: the ranks compute." : "");
 }

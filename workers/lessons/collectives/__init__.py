@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, RANK_MAX, world_size
+from workers.lessons.params import LessonParams, RANK_MAX, rule, world_size
 
 OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
        "scatter", "gather", "send_recv", "barrier")
@@ -22,7 +22,8 @@ class CollectivesParams(LessonParams):
     @classmethod
     def _root_is_a_rank(cls, value: int, info: ValidationInfo) -> int:
         if value >= world_size(info):
-            raise ValueError(f"root={value} is not a rank: ranks are 0..{world_size(info) - 1}")
+            raise rule("collectives.root_not_a_rank", "root={value} is not a rank: ranks are 0..{last}",
+                       value=value, last=world_size(info) - 1)
         return value
 
     @field_validator("size")
@@ -30,8 +31,8 @@ class CollectivesParams(LessonParams):
     def _size_splits(cls, value: int | None, info: ValidationInfo) -> int | None:
         op, ranks = info.data.get("op"), world_size(info)
         if value is not None and op in SPLIT_OPS and value % ranks:
-            raise ValueError(f"{op} cuts the tensor into one chunk per rank: size={value} "
-                             f"must be divisible by the number of ranks ({ranks})")
+            raise rule("collectives.size_splits", "{op} cuts the tensor into one chunk per rank: size={value} "
+                       "must be divisible by the number of ranks ({ranks})", op=op, value=value, ranks=ranks)
         return value
 
 

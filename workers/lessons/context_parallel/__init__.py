@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, world_size
+from workers.lessons.params import LessonParams, rule, world_size
 
 
 class ContextParallelParams(LessonParams):
@@ -23,8 +23,9 @@ class ContextParallelParams(LessonParams):
     def _sequence_splits(cls, value: int, info: ValidationInfo) -> int:
         p = world_size(info)
         if value % (2 * p):
-            raise ValueError(f"seq_len={value} must be divisible by 2 × ranks = {2 * p}: each rank holds S/p tokens, "
-                             "and the zig-zag split cuts the sequence into 2p chunks")
+            raise rule("context_parallel.seq_len_splits", "seq_len={value} must be divisible by 2 × ranks = {chunks}: "
+                       "each rank holds S/p tokens, and the zig-zag split cuts the sequence into 2p chunks",
+                       value=value, chunks=2 * p)
         return value
 
     @field_validator("heads")
@@ -32,15 +33,16 @@ class ContextParallelParams(LessonParams):
     def _heads_split(cls, value: int, info: ValidationInfo) -> int:
         p = world_size(info)
         if info.data.get("method") == "ulysses" and value % p:
-            raise ValueError(f"Ulysses gives each rank heads/p whole heads: heads={value} must be divisible by {p}")
+            raise rule("context_parallel.heads_split", "Ulysses gives each rank heads/p whole heads: heads={value} "
+                       "must be divisible by {ranks}", value=value, ranks=p)
         return value
 
     @field_validator("mistake")
     @classmethod
     def _mistake_of_the_ring(cls, value: str, info: ValidationInfo) -> str:
         if value == "average_blocks" and info.data.get("method") != "ring":
-            raise ValueError("average_blocks is a ring-attention bug (merging the K/V blocks' results): "
-                             "choose method=ring")
+            raise rule("context_parallel.average_blocks_needs_ring", "average_blocks is a ring-attention bug "
+                       "(merging the K/V blocks' results): choose method=ring")
         return value
 
 

@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, world_size
+from workers.lessons.params import LessonParams, rule, world_size
 
 
 class ExpertParallelParams(LessonParams):
@@ -24,8 +24,8 @@ class ExpertParallelParams(LessonParams):
     def _at_most_every_expert(cls, value: int, info: ValidationInfo) -> int:
         experts = info.data.get("experts", 1) * world_size(info)
         if value > experts:
-            raise ValueError(f"top_k={value} must be at most the number of experts "
-                             f"E = experts × ranks = {experts}: a token picks k different experts")
+            raise rule("expert_parallel.top_k_too_large", "top_k={value} must be at most the number of experts "
+                       "E = experts × ranks = {experts}: a token picks k different experts", value=value, experts=experts)
         return value
 
 

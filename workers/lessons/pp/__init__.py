@@ -1,7 +1,7 @@
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, RANK_MAX, SEED_MAX, world_size
+from workers.lessons.params import LessonParams, RANK_MAX, SEED_MAX, rule, world_size
 
 
 class PpParams(LessonParams):
@@ -21,7 +21,8 @@ class PpParams(LessonParams):
     def _slow_stage_exists(cls, value: int | None, info: ValidationInfo) -> int | None:
         stages = world_size(info) * info.data.get("virtual_stages", 1)
         if value is not None and value >= stages:
-            raise ValueError(f"slow_stage={value} is not a stage: stages are 0..{stages - 1}")
+            raise rule("pp.slow_stage_not_a_stage", "slow_stage={value} is not a stage: stages are 0..{last}",
+                       value=value, last=stages - 1)
         return value
 
 

@@ -172,29 +172,37 @@ def stage_indices(schedule: str, p: int, m: int, v: int) -> list[list[int]]:
     return [sorted({s for a in rank for s, _, _ in parts(a)}) for rank in torch_actions(schedule, p, m, v)]
 
 
-def problems(schedule: str, p: int, m: int, v: int) -> list[tuple[str, str]]:
-    """(field, message) for each rule these values break; torch's own checks included."""
+def _problem(field: str, code: str, english: str, **params) -> tuple[str, str, str, dict]:
+    """(field, English message, code, params): the code and params are the 422's `type` and `params`."""
+    return field, english.format(**params), code, params
+
+
+def problems(schedule: str, p: int, m: int, v: int) -> list[tuple[str, str, str, dict]]:
+    """(field, message, code, params) for each rule these values break; torch's own checks included."""
     if schedule in OWN or schedule in ("GPipe", "1F1B"):
         found = []
         if v != 1:
-            found.append(("virtual_stages", f"{schedule} runs one stage per rank: virtual_stages must be 1"))
+            found.append(_problem("virtual_stages", "pp.one_stage_per_rank",
+                                  "{schedule} runs one stage per rank: virtual_stages must be 1", schedule=schedule))
         if schedule.lower() == "1f1b" and m < p:
-            found.append(("microbatches", f"1F1B needs at least as many microbatches as stages: "
-                                          f"microbatches={m} < {p} ranks"))
+            found.append(_problem("microbatches", "pp.microbatches_cover_stages", "1F1B needs at least as many "
+                                  "microbatches as stages: microbatches={value} < {ranks} ranks", value=m, ranks=p))
         if found or schedule in OWN:
             return found
     if schedule not in torch_schedule_names():
-        return [("schedule", f"unknown schedule {schedule!r}; choose one of {list(OWN) + torch_schedule_names()}")]
+        return [_problem("schedule", "pp.unknown_schedule", "unknown schedule '{schedule}'; choose one of {known}",
+                         schedule=schedule, known=str(list(OWN) + torch_schedule_names()))]
     try:
         order = torch_actions(schedule, p, m, v)
         if schedule.startswith("Interleaved") and m % p:
-            return [("microbatches", f"{schedule} interleaves rounds of {p} microbatches (one per rank): "
-                                     f"microbatches={m} must be divisible by {p}")]
+            return [_problem("microbatches", "pp.interleaved_rounds", "{schedule} interleaves rounds of {ranks} "
+                             "microbatches (one per rank): microbatches={value} must be divisible by {ranks}",
+                             schedule=schedule, ranks=p, value=m)]
         space(renumbered(order, m)[0], p * (v if is_multi_stage(schedule) else 1))
     except (ValueError, AssertionError) as exc:
         stages_rule = "stages per rank" in str(exc) or "stages_per_rank" in str(exc)   # torch says both
         field = "virtual_stages" if stages_rule else "microbatches"
-        return [(field, f"{schedule}: {exc}")]
+        return [_problem(field, "pp.torch_refused", "{schedule}: {reason}", schedule=schedule, reason=str(exc))]
     return []
 
 
@@ -203,5 +211,5 @@ def choices() -> dict[str, list[str]]:
     return {"schedule": list(OWN) + torch_schedule_names()}
 
 
-def check(params, world_size: int) -> list[tuple[str, str]]:
+def check(params, world_size: int) -> list[tuple[str, str, str, dict]]:
     return problems(params.schedule, world_size, params.microbatches, params.virtual_stages)

@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, world_size
+from workers.lessons.params import LessonParams, rule, world_size
 
 
 class RingAllreduceParams(LessonParams):
@@ -16,16 +16,16 @@ class RingAllreduceParams(LessonParams):
     def _doubling_needs_power_of_two(cls, value: str, info: ValidationInfo) -> str:
         p = world_size(info)
         if value == "recursive_doubling" and p & (p - 1):
-            raise ValueError(f"recursive doubling pairs ranks r and r XOR 2ᵏ: it needs a power-of-two "
-                             f"number of ranks, not {p}")
+            raise rule("ring_allreduce.doubling_needs_power_of_two", "recursive doubling pairs ranks r and r XOR 2ᵏ: "
+                       "it needs a power-of-two number of ranks, not {ranks}", ranks=p)
         return value
 
     @field_validator("size")
     @classmethod
     def _size_splits(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and value % world_size(info):
-            raise ValueError(f"the ring cuts the tensor into one chunk per rank: size={value} must be "
-                             f"divisible by the number of ranks ({world_size(info)})")
+            raise rule("ring_allreduce.size_splits", "the ring cuts the tensor into one chunk per rank: size={value} "
+                       "must be divisible by the number of ranks ({ranks})", value=value, ranks=world_size(info))
         return value
 
 

@@ -3,7 +3,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, SEED_MAX, world_size
+from workers.lessons.params import LessonParams, SEED_MAX, rule, world_size
 
 
 class ThreeDParams(LessonParams):
@@ -22,15 +22,16 @@ class ThreeDParams(LessonParams):
     def _grid_fills_world(cls, value: int, info: ValidationInfo) -> int:
         tp, pp, n = info.data.get("tp", 1), info.data.get("pp", 1), world_size(info)
         if tp * pp * value != n:
-            raise ValueError(f"tp × pp × dp = {tp} × {pp} × {value} = {tp * pp * value} must equal the "
-                             f"number of ranks ({n})")
+            raise rule("three_d.grid_fills_ranks", "tp × pp × dp = {tp} × {pp} × {dp} = {product} must equal the "
+                       "number of ranks ({ranks})", tp=tp, pp=pp, dp=value, product=tp * pp * value, ranks=n)
         return value
 
     @field_validator("microbatches")
     @classmethod
     def _enough_microbatches(cls, value: int, info: ValidationInfo) -> int:
         if value < info.data.get("pp", 1):
-            raise ValueError(f"1F1B needs at least as many microbatches as stages: {value} < pp={info.data['pp']}")
+            raise rule("three_d.microbatches_cover_stages", "1F1B needs at least as many microbatches as stages: "
+                       "{value} < pp={pp}", value=value, pp=info.data["pp"])
         return value
 
     @field_validator("mistake")
@@ -38,15 +39,15 @@ class ThreeDParams(LessonParams):
     def _mistake_needs_replicas(cls, value: str, info: ValidationInfo) -> str:
         dp = info.data.get("dp")
         if value != "none" and dp == 1:
-            raise ValueError(f"mistake={value} misplaces the data-parallel gradient sync: it needs dp ≥ 2 "
-                             f"(with dp=1 there is no other replica to average with, so nothing can go wrong)")
+            raise rule("three_d.mistake_needs_dp", "mistake={value} misplaces the data-parallel gradient sync: it needs "
+                       "dp ≥ 2 (with dp=1 there is no other replica to average with, so nothing can go wrong)", value=value)
         return value
 
     @field_validator("ffn")
     @classmethod
     def _ffn_splits(cls, value: int, info: ValidationInfo) -> int:
         if value % info.data.get("tp", 1):
-            raise ValueError(f"ffn={value} must be divisible by tp={info.data['tp']}")
+            raise rule("three_d.ffn_splits", "ffn={value} must be divisible by tp={tp}", value=value, tp=info.data["tp"])
         return value
 
 

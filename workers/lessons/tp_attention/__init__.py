@@ -1,7 +1,7 @@
 from pydantic import Field, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
-from workers.lessons.params import LessonParams, SEED_MAX, world_size
+from workers.lessons.params import LessonParams, SEED_MAX, rule, world_size
 
 
 class TpAttentionParams(LessonParams):
@@ -16,8 +16,8 @@ class TpAttentionParams(LessonParams):
     def _heads_split(cls, value: int, info: ValidationInfo) -> int:
         t = world_size(info)
         if value % t:
-            raise ValueError(f"heads={value} must be divisible by the tensor-parallel degree t={t}: "
-                             "each rank takes heads/t whole heads")
+            raise rule("tp_attention.heads_split", "heads={value} must be divisible by the tensor-parallel degree t={t}: "
+                       "each rank takes heads/t whole heads", value=value, t=t)
         return value
 
     @field_validator("kv_heads")
@@ -25,12 +25,14 @@ class TpAttentionParams(LessonParams):
     def _kv_heads_fit(cls, value: int, info: ValidationInfo) -> int:
         t, heads = world_size(info), info.data.get("heads", value)
         if heads % value:
-            raise ValueError(f"kv_heads={value} must divide heads={heads}: each KV head serves heads/kv_heads queries")
+            raise rule("tp_attention.kv_heads_divide_heads", "kv_heads={value} must divide heads={heads}: "
+                       "each KV head serves heads/kv_heads queries", value=value, heads=heads)
         if value >= t and value % t:
-            raise ValueError(f"kv_heads={value} must be divisible by t={t} to split them across the ranks")
+            raise rule("tp_attention.kv_heads_split", "kv_heads={value} must be divisible by t={t} to split them "
+                       "across the ranks", value=value, t=t)
         if value < t and t % value:
-            raise ValueError(f"with fewer KV heads than ranks each KV head is replicated on t/kv_heads ranks: "
-                             f"kv_heads={value} must divide t={t}")
+            raise rule("tp_attention.kv_heads_replicate", "with fewer KV heads than ranks each KV head is replicated on "
+                       "t/kv_heads ranks: kv_heads={value} must divide t={t}", value=value, t=t)
         return value
 
 
