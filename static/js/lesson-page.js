@@ -115,6 +115,8 @@ function runSources(run) {
   if (run?.lesson !== "script") return null;
   const { source, filename } = run.params || {};
   return typeof source === "string" && typeof filename === "string" ? [{ path: filename, text: source }] : null;
+}
+
 /** " · 3 ranks at gates" in the header pill while a step-mode run waits for its user. */
 function stepNote(live) {
   if (!live) return null;
