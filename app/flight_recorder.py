@@ -104,11 +104,13 @@ def _collective_mismatch(stuck: list[dict], events: list[dict], states: dict) ->
     if missing:
         waiting = sorted(c["rank"] for c in stuck if c["group"] == group and c["cseq"] == cseq)
         notes = _elsewhere(missing, states, group, _finished(events))
-        code, verb = ("hang.missing_ranks_one", "waits") if len(waiting) == 1 else ("hang.missing_ranks", "wait")
-        return {**base, "mismatch": "missing ranks", **say(
-            code, "{waiting} " + verb + " in {op} (collective #{cseq} of group '{group}'); "
-            "{missing} never entered it ({notes})", waiting=ranks_phrase(waiting), op=first["op"], cseq=cseq,
-            group=group, missing=ranks_phrase(missing), notes=notes).body("message")}
+        params = dict(waiting=ranks_phrase(waiting), op=first["op"], cseq=cseq, group=group,
+                      missing=ranks_phrase(missing), notes=notes)
+        said = (say("hang.missing_ranks_one", "{waiting} waits in {op} (collective #{cseq} of group '{group}'); "
+                    "{missing} never entered it ({notes})", **params) if len(waiting) == 1 else
+                say("hang.missing_ranks", "{waiting} wait in {op} (collective #{cseq} of group '{group}'); "
+                    "{missing} never entered it ({notes})", **params))
+        return {**base, "mismatch": "missing ranks", **said.body("message")}
     return {**base, "mismatch": "unknown", **say(
         "hang.none_came_out", "every rank entered {op} (collective #{cseq} of group '{group}') and none came out",
         op=first["op"], cseq=cseq, group=group).body("message")}

@@ -34,7 +34,7 @@ class Message:
         return self.text
 
 
-def say(code: str, english: str, **params) -> Message:
+def say(code: str, english: str, /, **params) -> Message:
     return Message(code, english, params)
 
 

@@ -8,7 +8,7 @@ import math
 import sys
 from array import array
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.auth import auth_on, current_user

@@ -63,6 +63,7 @@ def test_a_raising_rank_is_named_with_its_message_site_and_traceback(tmp_path):
         report((0, -9, True), (1, 1, False))])
     assert ended["status"] == "failed"
     assert ended["error"] == {"kind": "crash", "rank": 1, "message": "rank 1 raised ZeroDivisionError: boom",
+                              "code": "crash.raised", "params": {"exception": "ZeroDivisionError: boom", "rank": 1},
                               "site": "p.py:15", "traceback": "Traceback ..."}
     assert ended["last"]["error"] == ended["error"]
 
