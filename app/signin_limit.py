@@ -24,7 +24,11 @@ MAX_KEYS = 10_000         # past this many names and addresses, the expired ones
 @dataclass(frozen=True)
 class Blocked:
     retry_after_s: int        # whole seconds until a sign-in may be tried again
-    message: Message
+    said: Message             # the refusal, with its code
+
+    @property
+    def message(self) -> str:
+        return self.said.text
 
 
 class SignInLimit:

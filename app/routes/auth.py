@@ -61,7 +61,7 @@ def _refuse_if_blocked(request: Request, name: str) -> None:
     """429 with Retry-After once the sign-in rate limit holds this name or this client's address."""
     blocked = request.app.state.signin_limit.blocked(name, _address(request))
     if blocked:
-        raise Refusal(429, blocked.message, headers={"Retry-After": str(blocked.retry_after_s)})
+        raise Refusal(429, blocked.said, headers={"Retry-After": str(blocked.retry_after_s)})
 
 
 @router.post("/api/auth/login")

@@ -129,6 +129,9 @@ export function tMessage(said, lang = currentLang()) {
   return typeof english === "string" ? english : "";
 }
 
+/** The name before message codes (other branches' code may still call it): `tMessage`. */
+export const tServer = (said, lang = currentLang()) => tMessage(said, lang);
+
 function compiledTemplates(lang) {   // [[pattern, names, translation, literal length]]
   if (!templateCache.has(lang)) {
     const sources = [lessonTexts[lang]?.text || {}, dictionaries[lang] || {}];

@@ -217,7 +217,7 @@ def server_messages() -> list:
     limits = sandbox.Limits()
     starter = (REPO / f"workers/problems/{PROBLEM}/starter.py").read_text()
     return [
-        limit.blocked("bob", "10.0.0.2").message.body(), limit.blocked("carol", "10.0.0.1").message.body(),
+        limit.blocked("bob", "10.0.0.2").said.body(), limit.blocked("carol", "10.0.0.1").said.body(),
         cross_site_refusal(Headers({"cookie": "session=x", "origin": "https://people.uni.edu", "host": "lab.uni.edu"}), "session").body(),
         screen(PROBLEM, "from . import x\n" + starter), screen(PROBLEM, "import torch\n"), screen("nope", starter),
         screen(PROBLEM, starter + "#" * 100_000),
