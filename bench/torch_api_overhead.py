@@ -3,11 +3,11 @@ step (`parallelize_module`, Colwise then Rowwise), on real gloo ranks, traced an
 
 Each rank builds the program once, then times rounds of `--steps` steps, alternating traced and
 untraced rounds (and swapping the order each round): the tracer is installed for a traced round
-(both levels: the `dist.*` wrappers and the dispatch mode) and its events are encoded and written to
-a pipe another process reads, as a rank's channel is read by the server. A round is a whole run
+(both levels: the `dist.*` wrappers and the dispatch level) and its events are encoded and sent over
+TCP to another process that reads them, as a rank's channel sends them to the server. A round is a whole run
 (set up — fully_shard, parallelize_module — and the steps) in ranks already started, as the warm
 launcher's ranks are; the steps alone are timed too. Rank 0 prints the medians and the ratios (budget
-≤ 1.25 for a run), wall-clock and CPU time, and the dispatch mode's cost per aten op that is not a
+≤ 1.25 for a run), wall-clock and CPU time, and the tracer's cost per aten op that is not a
 collective.
 Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5]
 """
@@ -26,11 +26,30 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _sink():
-    """Where a traced rank's events go: a pipe to another process that reads and drops them (as the
-    server reads a rank's channel)."""
-    reader = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    return reader.stdin
+_READER = """
+import socket, sys
+server = socket.create_server(("127.0.0.1", 0))
+print(server.getsockname()[1], flush=True)
+conn, _ = server.accept()
+while conn.recv(1 << 20):
+    pass
+"""
+
+
+class _Sink:
+    """Where a traced rank's events go: a TCP connection to another process that reads and drops
+    them, as a rank's channel (workers/channel.py) writes to the server."""
+
+    def __init__(self):
+        self._reader = subprocess.Popen([sys.executable, "-c", _READER], stdout=subprocess.PIPE, text=True)
+        self._sock = socket.create_connection(("127.0.0.1", int(self._reader.stdout.readline())))
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def write(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def flush(self) -> None:
+        pass
 
 
 def fsdp2_step():
@@ -71,7 +90,7 @@ PROGRAMS = {"FSDP2 fully_shard, 4×Linear(256)": fsdp2_step, "DTensor paralleliz
 
 
 def per_op_cost(tracer_factory) -> float:
-    """Microseconds the dispatch mode adds to one small aten op (an add) that is not a collective."""
+    """Microseconds the installed tracer adds to one small aten op (an add) that is not a collective."""
     import torch
     x = torch.ones(4)
 
@@ -100,7 +119,7 @@ def rank_main(rounds: int, steps: int) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    sink = _sink()
+    sink = _Sink()
     t0 = time.monotonic()
 
     def new_tracer():
@@ -143,7 +162,8 @@ def rank_main(rounds: int, steps: int) -> None:
                 print(f"{name}, {dist.get_world_size()} ranks, {label}: traced median {traced * 1000:.1f} ms, "
                       f"untraced {plain * 1000:.1f} ms, ratio {traced / plain:.3f}", flush=True)
     if rank == 0:
-        print(f"dispatch mode, per aten op that is not a collective: {per_op_cost(new_tracer):.2f} µs", flush=True)
+        print(f"tracer installed, per aten op that is not a collective: {per_op_cost(new_tracer):+.2f} µs "
+              "(the dispatch level's kernels sit on collective ops only)", flush=True)
     dist.destroy_process_group()
 
 

@@ -1,7 +1,7 @@
-"""Tracing at the level torch dispatches collectives: a `TorchDispatchMode` that sees every c10d op
-a rank runs, whoever calls it — DDP's reducer from C++, FSDP2's `fully_shard`, DTensor's
-redistributions, functional collectives, `parallelize_module` — and records each as the tracer's
-`begin`/`end` pair, with the same fields as a `dist.*` call.
+"""Tracing at the level torch dispatches collectives: a kernel in torch's dispatcher on each
+collective op sees every c10d op a rank runs, whoever calls it — DDP's reducer from C++, FSDP2's
+`fully_shard`, DTensor's redistributions, functional collectives, `parallelize_module` — and records
+each as the tracer's `begin`/`end` pair, with the same fields as a `dist.*` call.
 
 One call, one event pair: a `dist.*` call is recorded by the tracer's Python-level wrapper (which
 knows the lesson's label and the names of the arguments), and the c10d op it dispatches to passes
@@ -15,7 +15,7 @@ through here untraced (the tracer's `inside` flag). What no wrapper saw is recor
 
 A DTensor's collective carries the mesh and the placements before and after the redistribution it
 belongs to (read from torch's `redistribute_local_tensor` frame, which every DTensor reshard goes
-through). Ops that are not collectives cost one dict lookup (see docs/tracing.md for the overhead).
+through). Ops that are not collectives never reach this module: they cost nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 from torch._C._distributed_c10d import ProcessGroup, Work
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from workers.tracer import SPECS, OpSpec
 
@@ -212,39 +211,72 @@ def _dtensor_fields(frame, group) -> dict:
 _REDISTRIBUTE_CODE = _redistribute_code()
 
 
-class CollectiveMode(TorchDispatchMode):
-    """Records each collective and send/recv op a rank dispatches that no `dist.*` wrapper recorded."""
+class DispatchLevel:
+    """Records each collective and send/recv op a rank dispatches that no `dist.*` wrapper recorded.
+
+    A Python kernel for torch's BackendSelect dispatch key on each collective op (and on
+    `wait_tensor`), which redispatches to the op's own kernel below it. BackendSelect is in every
+    call's key set — in autograd's backward, inside an autograd.Function's forward (where DTensor
+    redistributes), under inference mode, on any thread — and ops that are not collectives never
+    reach these kernels, so they cost nothing.
+    """
 
     def __init__(self, tracer):
-        super().__init__()
         self.tracer = tracer
-        self.table = _table()
+        self._libraries: list = []
         self._pending: dict[int, Callable[[], None]] = {}   # functional outputs' data_ptr → finish
         self._lock = threading.Lock()
-        self._defers: dict[type, bool] = {}
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        for cls in types:   # DTensor first turns its op into plain tensors' ops (and collectives)
-            if self._defers_to(cls):
-                return NotImplemented
-        kwargs = kwargs or {}
-        entry = self.table.get(func)
-        if entry is None:
-            if func is _WAIT_TENSOR:
-                return self._wait(func, args, kwargs)
-            return func(*args, **kwargs)
-        if getattr(self.tracer._local, "inside", False):   # a dist.* wrapper records this call
-            return func(*args, **kwargs)
-        return self._traced(func, entry, args, kwargs)
+    def install(self) -> None:
+        global _installed
+        if _installed is not None:
+            raise RuntimeError("another tracer's dispatch level is installed in this process: uninstall it "
+                               "first (torch keeps one kernel per op and key)")
+        _installed = self
+        libraries = {}
+        for op, (torch_op, how) in _table().items():
+            namespace = torch_op.split(".", 1)[0]
+            if namespace not in libraries:
+                libraries[namespace] = torch.library.Library(namespace, "IMPL")
+            libraries[namespace].impl(_qualified(op), self._kernel(op, torch_op, how), _KEY, with_keyset=True)
+        wait = _WAIT_TENSOR
+        libraries["_c10d_functional"].impl(_qualified(wait), self._wait_kernel(wait), _KEY, with_keyset=True)
+        self._libraries = list(libraries.values())
 
-    def _defers_to(self, cls) -> bool:
-        defers = self._defers.get(cls)
-        if defers is None:
-            defers = self._defers[cls] = issubclass(cls, _deferred_types())
-        return defers
+    def uninstall(self) -> None:
+        """Give torch its own kernels back; end the calls whose outputs were never waited on."""
+        global _installed
+        for library in self._libraries:
+            library._destroy()
+        self._libraries = []
+        if _installed is self:
+            _installed = None
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for finish in pending:
+            finish()
 
-    def _traced(self, func, entry, args, kwargs):
-        torch_op, how = entry
+    def _kernel(self, op, torch_op: str, how: DispatchOp):
+        tracer = self.tracer
+
+        def kernel(keyset, *args, **kwargs):
+            below = keyset.remove(_BELOW)
+            if getattr(tracer._local, "inside", False):   # a dist.* wrapper records this call
+                return op.redispatch(below, *args, **kwargs)
+            return self._traced(op, below, torch_op, how, args, kwargs)
+        return kernel
+
+    def _wait_kernel(self, op):
+        def kernel(keyset, *args, **kwargs):
+            result = op.redispatch(keyset.remove(_BELOW), *args, **kwargs)
+            with self._lock:
+                finish = self._pending.pop(args[0].data_ptr(), None)
+            if finish is not None:
+                finish()
+            return result
+        return kernel
+
+    def _traced(self, op, below, torch_op: str, how: DispatchOp, args, kwargs):
         tracer = self.tracer
         call = how.read(args, kwargs)
         caller = sys._getframe(1)
@@ -253,11 +285,14 @@ class CollectiveMode(TorchDispatchMode):
             extra.update(_dtensor_fields(caller, call.get("group")))
         event = tracer._begin_event(how.spec, call, caller, extra)
         t_call = tracer.clock()
+        tracer._local.inside = True   # a functional collective runs a c10d op through the dispatcher: one call
         try:
-            result = func(*args, **kwargs)
+            result = op.redispatch(below, *args, **kwargs)
         except BaseException as exc:
             tracer._end(event, how.spec, call, t_call, tracer.clock(), error=exc)
             raise
+        finally:
+            tracer._local.inside = False
         if how.ends == "wait":
             self._await(result, how.spec, call, event, t_call)
         else:
@@ -306,29 +341,16 @@ class CollectiveMode(TorchDispatchMode):
             for out in outputs:
                 self._pending[out.data_ptr()] = finish
 
-    def _wait(self, func, args, kwargs):
-        result = func(*args, **kwargs)
-        with self._lock:
-            finish = self._pending.pop(args[0].data_ptr(), None)
-        if finish is not None:
-            finish()
-        return result
 
-    def flush(self) -> None:
-        """End the calls whose outputs were never waited on (at uninstall)."""
-        with self._lock:
-            pending, self._pending = list(self._pending.values()), {}
-        for finish in pending:
-            finish()
+def _qualified(op) -> str:
+    """The name torch.library registers `op` under: `allreduce_`, `all_reduce_coalesced.default`…"""
+    name = op._schema.name.split("::", 1)[1]
+    return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
 
 
-def _deferred_types() -> tuple[type, ...]:
-    """Tensor subclasses whose own dispatch makes the collectives (DTensor) or the waits
-    (AsyncCollectiveTensor): the mode lets them run first and sees the ops they make. Others (the
-    fake tensors DTensor's sharding propagation runs on) are not collectives' business."""
-    from torch.distributed._functional_collectives import AsyncCollectiveTensor
-    from torch.distributed.tensor import DTensor
-    return (DTensor, AsyncCollectiveTensor)
+_KEY = "BackendSelect"
+_installed: DispatchLevel | None = None   # the process's one dispatch level, while installed
+_BELOW = torch._C.DispatchKey.BackendSelect   # what a kernel removes to reach the op's own
 
 
 _WAIT_TENSOR = torch.ops._c10d_functional.wait_tensor.default

@@ -129,7 +129,7 @@ class Tracer:
         self._tensor_ids = itertools.count()
         self._local = threading.local()
         self._originals: dict[tuple[Any, str], Any] = {}
-        self._mode = None   # the dispatch-level half (workers/dispatch_trace.py), while installed
+        self._dispatch = None   # the dispatch level (workers/dispatch_trace.py), while installed
 
     # ---- groups and labels -------------------------------------------------------------------
     def name_group(self, group: Any, name: str) -> None:
@@ -182,22 +182,22 @@ class Tracer:
     def install(self, dispatch: bool = True) -> None:
         """Trace from now on: the `dist.*` functions, and (`dispatch`) every collective op torch
         dispatches that no `dist.*` call made (DDP, FSDP2, DTensor, functional collectives)."""
+        if dispatch and self._dispatch is None:
+            from workers.dispatch_trace import DispatchLevel
+            level = DispatchLevel(self)
+            level.install()   # first: it refuses when another tracer's is installed
+            self._dispatch = level
         for name, spec in SPECS.items():
             self._patch(name, self._wrap(name, spec, getattr(c10d, name)))
         self._patch("batch_isend_irecv", self._wrap_batch(c10d.batch_isend_irecv))
-        if dispatch and self._mode is None:
-            from workers.dispatch_trace import CollectiveMode
-            self._mode = CollectiveMode(self)
-            self._mode.__enter__()
 
     def uninstall(self) -> None:
         for (module, name), original in self._originals.items():
             setattr(module, name, original)
         self._originals.clear()
-        if self._mode is not None:
-            self._mode.__exit__(None, None, None)
-            self._mode.flush()
-            self._mode = None
+        if self._dispatch is not None:
+            self._dispatch.uninstall()
+            self._dispatch = None
 
     def _patch(self, name: str, wrapper: Callable) -> None:
         for module in (dist, c10d):

@@ -54,23 +54,26 @@ COMM_DEBUG_OPS = {
 }
 
 
-def _free_port_block(size: int) -> int:
-    while True:
-        with socket.socket() as probe:
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct ports free now (each program's rendezvous gets its own)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
             probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + size < 65000:
-            return base
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> dict[int, dict]:
     """rank → program → {events, comm_debug_mode, printed}: the whole corpus run once."""
     out = tmp_path_factory.mktemp("corpus")
-    port = _free_port_block(len(PROGRAMS))
+    ports = ",".join(map(str, _free_ports(len(PROGRAMS))))
     env = {**os.environ, "WORLD_SIZE": str(WORLD), "LOCAL_WORLD_SIZE": str(WORLD), "MASTER_ADDR": "127.0.0.1",
            "GLOO_SOCKET_IFNAME": "lo"}
-    ranks = [subprocess.Popen([sys.executable, "-m", "tests.workers.corpus.runner", str(out), str(port),
+    ranks = [subprocess.Popen([sys.executable, "-m", "tests.workers.corpus.runner", str(out), ports,
                                *map(str, PROGRAMS.values())], cwd=REPO,
                               env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -8,11 +8,12 @@ The two-rank programs (DDP, FSDP2, DTensor, tensor parallel, pipelining) are in 
 from __future__ import annotations
 
 import json
+import threading
 import time
 
+import pytest
 import torch
 import torch.distributed as dist
-from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from tests.workers.helpers import here
 from workers.protocol import encode, problem
@@ -89,15 +90,33 @@ def test_paused_hides_dispatched_collectives_too(traced):
     assert emitted.events == []
 
 
-def test_uninstall_leaves_no_dispatch_mode(world):
+def test_uninstall_gives_torch_its_kernels_back(world):
     events = []
     tracer = Tracer(lambda m: events.append(json.loads(encode(m))), 0, time.monotonic)
     tracer.install()
-    assert _get_current_dispatch_mode() is not None
     tracer.uninstall()
-    assert _get_current_dispatch_mode() is None
     dist.group.WORLD.allreduce([torch.ones(1)]).wait()
+    funcol.wait_tensor(funcol.all_reduce(torch.ones(1), "sum", dist.group.WORLD.group_name))
     assert events == []
+    tracer.install()                       # and installs again
+    dist.group.WORLD.allreduce([torch.ones(1)]).wait()
+    tracer.uninstall()
+    assert [e["phase"] for e in events if "kind" in e] == ["begin", "end"]
+
+
+def test_a_collective_from_another_thread_is_recorded(traced):
+    _, emitted = traced
+    worker = threading.Thread(target=lambda: dist.group.WORLD.allreduce([torch.ones(2)]).wait())
+    worker.start()
+    worker.join()
+    assert phases(emitted.events) == [("begin", "all_reduce"), ("end", "all_reduce")]
+
+
+def test_a_collective_under_inference_mode_is_recorded(traced):
+    _, emitted = traced
+    with torch.inference_mode():
+        dist.group.WORLD.allreduce([torch.ones(2)]).wait()
+    assert phases(emitted.events) == [("begin", "all_reduce"), ("end", "all_reduce")]
 
 
 def test_a_call_never_waited_on_ends_at_uninstall(world):
@@ -107,3 +126,12 @@ def test_a_call_never_waited_on_ends_at_uninstall(world):
     funcol.all_reduce(torch.ones(1), "sum", dist.group.WORLD.group_name)
     tracer.uninstall()
     assert [e["phase"] for e in events if "kind" in e] == ["begin", "end"]
+
+
+def test_a_second_tracer_cannot_take_the_kernels_of_the_first(traced):
+    second = Tracer(lambda m: None, 0, time.monotonic)
+    with pytest.raises(RuntimeError, match="another tracer's dispatch level is installed"):
+        second.install()
+    _, emitted = traced
+    dist.group.WORLD.allreduce([torch.ones(1)]).wait()
+    assert phases(emitted.events) == [("begin", "all_reduce"), ("end", "all_reduce")], "the first still records"

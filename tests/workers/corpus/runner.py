@@ -1,7 +1,7 @@
 """One rank of the corpus run: each program in turn, unchanged (as `python PROGRAM` under torchrun
 would run it), traced by paralab's tracer and watched by torch's `CommDebugMode` at once.
 
-Usage: python -m tests.workers.corpus.runner OUT_DIR PORT PROGRAM... (with RANK and WORLD_SIZE set).
+Usage: python -m tests.workers.corpus.runner OUT_DIR PORT,PORT,… PROGRAM... (a port per program) (with RANK and WORLD_SIZE set).
 Writes OUT_DIR/rank<R>.json: per program, the events, CommDebugMode's counts and what it printed.
 """
 
@@ -60,10 +60,10 @@ def run_program(path: Path, rank: int, port: int) -> dict:
 
 
 def main() -> None:
-    out_dir, port, programs = Path(sys.argv[1]), int(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
+    out_dir, ports, programs = Path(sys.argv[1]), sys.argv[2].split(","), [Path(p) for p in sys.argv[3:]]
     rank = int(os.environ["RANK"])
     torch.set_num_threads(1)
-    results = {p.stem: run_program(p, rank, port + i) for i, p in enumerate(programs)}
+    results = {p.stem: run_program(p, rank, int(port)) for p, port in zip(programs, ports)}
     (out_dir / f"rank{rank}.json").write_text(json.dumps(results))
 
 
