@@ -13,7 +13,7 @@ SMALL_RUNS = [
     ("pp", 2, {"microbatches": 2}), ("pp", 2, {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 2}),
     ("dp", 2, {}), ("zero", 2, {}), ("tp_attention", 2, {}), ("three_d", 8, {}),
     ("deadlock", 2, {"bug": "op_mismatch", "timeout_s": 1}), ("every_kind", 2, {}), ("context_parallel", 2, {}),
-    ("expert_parallel", 2, {}), ("dtensor_moves", 2, {}),
+    ("expert_parallel", 2, {}), ("dtensor_moves", 2, {}), ("fsdp2", 2, {}), ("dtensor", 2, {}),
 ]
 
 

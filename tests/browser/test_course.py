@@ -24,7 +24,7 @@ def test_the_index_is_the_course_in_order(page: Page, server):
     shown = page.locator(".course-part .lesson-card").evaluate_all("cards => cards.map((c) => c.dataset.card)")
     course = [lesson for _, _, ids in PARTS for lesson in ids if lesson in shown]
     assert shown[: len(course)] == course
-    assert {"collectives", "tp_mlp", "pp", "three_d", "context_parallel"} <= set(shown)
+    assert {"collectives", "tp_mlp", "pp", "three_d", "context_parallel", "fsdp2", "dtensor"} <= set(shown)
     three_d = page.locator('.lesson-card[data-card="three_d"] .know-first .first')
     expect(three_d).to_have_count(len(KNOW_FIRST["three_d"]))
     expect(page.locator('.lesson-card[data-card="collectives"] .know-first')).to_have_count(0)   # where to start

@@ -42,6 +42,13 @@ function bar(part, measured, expected, full, scale) {
     h("span", { class: "memory-expected", style: { left: pct(expected) }, title: t("formula: {bytes}", { bytes: formatBytes(expected) }) }));
 }
 
+/** The stage the formulas describe, for a lesson with no `stage` parameter (fsdp2 is stage 3):
+ * the first of parameters, gradients, optimizer state whose formula divides by N. */
+function stageOfFormulas(events) {
+  const sharded = events.findIndex((e) => parseFormula(e?.formula).expr?.endsWith("/N"));
+  return sharded < 0 ? undefined : 3 - sharded;
+}
+
 export function renderMemory(container, state, { runId, params }) {
   const ranks = state.ranks.map((rs) => rs.rank).filter((r) => PARTS.some((p) => latest(state, p.metric, r)));
   const key = [runId, state.ranks.length, ...MEMORY_METRICS.map((m) => [...(state.rankMetrics.get(m)?.values() || [])].length)].join(",");
@@ -60,7 +67,7 @@ export function renderMemory(container, state, { runId, params }) {
     ...ranks.flatMap((r) => PARTS.map((p) => Math.max(latest(state, p.metric, r)?.value || 0, latest(state, p.metric, r)?.expected || 0))));
   const plain = PARTS.reduce((a, p) => a + (fullOf(p) || 0), 0);
   const head = h("p", { class: "memory-head" },
-    h("strong", {}, `ZeRO stage ${stage ?? "?"}`),
+    h("strong", {}, `ZeRO stage ${stage ?? stageOfFormulas(first) ?? "?"}`),
     f.psi ? ` · ${t("Ψ = {psi} parameters", { psi: f.psi.toLocaleString("en-US") })}` : "", f.n ? ` · ${t("N = {n} ranks", f)}` : "",
     f.bytes.P ? ` · ${t("bytes per element: P = {P}, G = {G}, K = {K} (float32; Adam keeps two moments)", f.bytes)}` : "");
   const table = h("table", { class: "memory-table" },
