@@ -221,7 +221,7 @@ export const ZH = {
   "Password changed.": "密码已修改。",
   "Cancel": "取消",
   "Stop judging this submission": "停止评测这次提交",
-  "Judging on real ranks…": "正在真实的 rank 上评测…",
+  "Judging on {world} real ranks… {seconds} s": "正在 {world} 个真实的 rank 上评测… {seconds} 秒",
   "Refused — not run": "被拒绝 — 未运行",
   "Cancelled": "已取消",
   "Reset password": "重置密码",
