@@ -12,6 +12,7 @@ import pytest
 
 from tests.problems.wrong import wrong_solution
 from workers import sandbox
+from workers.problems import PROBLEMS
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.browser,
@@ -123,3 +124,22 @@ def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, pag
     assert f"rank 2: waits in send to rank 3 at your line {send_line}: dist.send(" in report
     assert "rank 3: finished its program" in report
     assert page.locator(".verdict-reason").bounding_box()["height"] > 4 * 14     # one line per rank
+
+
+def test_the_problem_list_shows_each_title_in_the_interfaces_language(lab, page):
+    page.goto(lab.url + "/login?next=/problems")
+    page.fill("#sign-in input[name=name]", "ada")
+    page.fill("#sign-in input[name=password]", "ada-pass-1")
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_url("**/problems")
+    title = page.locator('[data-problem="ring_allreduce"] h2')
+    assert title.inner_text() == "Ring all-reduce from send/recv"
+    page.click('[data-action="lang"]')
+    page.wait_for_function("document.documentElement.lang === 'zh-CN'")
+    assert title.inner_text() == "用 send/recv 实现环形 all-reduce"
+    assert title.get_attribute("lang") == "zh"
+    for problem in PROBLEMS.values():                                       # every one has Chinese
+        assert page.locator(f'[data-problem="{problem.id}"] h2').inner_text() == problem.texts()["zh"]["title"]
+    page.click('[data-action="lang"]')
+    page.wait_for_function("document.documentElement.lang === 'en'")
+    assert title.inner_text() == "Ring all-reduce from send/recv"
