@@ -24,6 +24,7 @@ MAX_CODE_BYTES = 64 * 1024
 MAX_REASON_CHARS = 1000
 CHECK_WALL_S = 60.0                # the checker: import torch, one process's reference, compare
 CHECKS_MAX_BYTES = 4 << 20         # what the checker prints: every check of every rank
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer")    # gloo, when a peer's process ended
 
 
 @dataclass
@@ -213,13 +214,16 @@ def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invali
     learner's exception, a rank that never reported, a report that was refused."""
     if hung:
         return hang_report(texts, code, ended)
-    for rank, text in enumerate(texts):
-        error = _error_of(text)
-        if error:
-            limit = sandbox.exhausted(error, limits)
-            if limit:
-                return refuse(f"stopped: {limit}")
-            return error if error.startswith("your code raised while loading") else f"rank {rank}: {error}"
+    errors = [(rank, error) for rank, error in enumerate(map(_error_of, texts)) if error]
+    for rank, error in errors:
+        limit = sandbox.exhausted(error, limits)
+        if limit:
+            return refuse(f"stopped: {limit}")
+    # a rank that raised closes its connections: its peers then raise "connection closed", which is
+    # an echo of that rank's error, not the cause
+    errors.sort(key=lambda found: any(echo in found[1] for echo in PEER_GONE))
+    for rank, error in errors[:1]:
+        return error if error.startswith("your code raised while loading") else f"rank {rank}: {error}"
     for rank, text in enumerate(texts):
         if rank in invalid:
             return invalid[rank]

@@ -236,11 +236,11 @@ def _wait(pids: dict[int, int], progress: Progress) -> tuple[dict[int, int], lis
                 break
             time.sleep(0.05)
     hung = sorted(rank for pid, rank in pids.items() if rank not in exits)
-    _ask_for_traces({pid: rank for pid, rank in pids.items() if rank in hung}, exits)
+    _ask_for_traces({pid: rank for pid, rank in pids.items() if rank in hung})
     return exits, hung, stalled
 
 
-def _ask_for_traces(hung: dict[int, int], exits: dict[int, int]) -> None:
+def _ask_for_traces(hung: dict[int, int]) -> None:
     """SIGUSR1 to each hung rank, DUMP_S for them to write their trace, then SIGKILL to the rest."""
     for pid in hung:
         os.kill(pid, signal.SIGUSR1)

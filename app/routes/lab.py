@@ -32,8 +32,10 @@ def problems_page(request: Request):
     mine = request.app.state.accounts.submissions(user=current_user(request).name, limit=10_000)
     standing = {problem: "tried" for problem in {s["problem"] for s in mine}}
     standing |= {s["problem"]: "solved" for s in mine if s["status"] == "passed"}
+    titles = {p.id: {lang: texts["title"] for lang, texts in p.texts().items() if texts.get("title")}
+              for p in PROBLEMS.values()}
     return _page(request, "problems.html", {"problems": list(PROBLEMS.values()), "standing": standing,
-                                            "lessons": LESSONS})
+                                            "lessons": LESSONS, "titles": titles})
 
 
 @router.get("/problems/{problem_id}", response_class=HTMLResponse)

@@ -101,11 +101,14 @@ export async function startProblemPage(root) {
       let submission = await api("POST", "/api/submissions", { problem: id, code: input.value });
       pending = submission.id;
       cancel.hidden = cancel.disabled = false;
+      let judgingSince = null;
       while (submission.status === "queued" || submission.status === "judging") {
         const { status: state, position } = submission;
+        if (state === "judging") judgingSince ??= Date.now();
+        const seconds = judgingSince === null ? 0 : Math.floor((Date.now() - judgingSince) / 1000);
         setStatus(state, () => (state === "queued"
           ? t("Waiting for the judge — position {position} in the queue", { position: position ?? "…" })
-          : t("Judging on real ranks…")));
+          : t("Judging on {world} real ranks… {seconds} s", { world: problem.world_size, seconds })));
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
         submission = await api("GET", `/api/submissions/${submission.id}`);
       }
@@ -189,6 +192,13 @@ function problemsOwn(tag, attrs, text) {                 // the harness's words
 /** The calls a communication check expected or saw, in the harness's words ("nothing" is the page's). */
 const calls = (list) => (list?.length ? problemsOwn("dd", {}, list.join("; ")) : h("dd", {}, t("nothing")));
 
+/** The differences in index order ([0, 3] before [1, 0]), not in the order of how far off they are. */
+function byIndex(a, b) {
+  const [x, y] = [[a.index].flat(), [b.index].flat()];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+}
+
 function renderCheck(check) {
   const failure = check.first_failure;
   const ranks = check.failing_ranks.join(", ");
@@ -201,9 +211,10 @@ function renderCheck(check) {
     check.detail ? problemsOwn("p", { class: "check-detail" }, check.detail) : null,
     failure && failure.max_abs_err !== undefined ? h("p", {}, t("max abs error {error}", { error: num(failure.max_abs_err) })) : null,
     failure?.differences?.length ? h("table", { class: "lab-table differences" },
-      h("thead", {}, h("tr", {}, h("th", {}, t("at")), h("th", {}, t("got")), h("th", {}, t("expected")))),
-      h("tbody", {}, failure.differences.map((d) => h("tr", {},
-        h("td", {}, JSON.stringify(d.index)), h("td", { class: "got" }, num(d.got)), h("td", {}, num(d.expected)))))) : null,
+      h("thead", {}, h("tr", {}, h("th", {}, t("rank")), h("th", {}, t("at")), h("th", {}, t("got")), h("th", {}, t("expected")))),
+      h("tbody", {}, [...failure.differences].sort(byIndex).map((d) => h("tr", {},
+        h("td", {}, String(failure.rank)), h("td", {}, JSON.stringify(d.index)),
+        h("td", { class: "got" }, num(d.got)), h("td", {}, num(d.expected)))))) : null,
     failure?.expected ? h("dl", { class: "communication" },
       h("dt", {}, t("expected")), calls(failure.expected),
       h("dt", {}, t("performed")), calls(failure.performed)) : null);

@@ -3,6 +3,8 @@ wrong chunk), sees the failing check with the values that differ, then the refer
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import httpx
@@ -10,6 +12,7 @@ import pytest
 
 from tests.problems.wrong import wrong_solution
 from workers import sandbox
+from workers.problems import PROBLEMS
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.browser,
@@ -51,9 +54,14 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     assert failing.count() == 1
     assert "rank" in failing.locator(".check-ranks").inner_text()
     rows = failing.locator("table.differences tbody tr")
-    assert rows.count() >= 1
-    got, expected = rows.first.locator("td").nth(1).inner_text(), rows.first.locator("td").nth(2).inner_text()
-    assert got != expected
+    assert rows.count() >= 2
+    assert failing.locator("table.differences th").all_inner_texts()[:2] == ["rank", "at"]
+    cells = [row.locator("td").all_inner_texts() for row in rows.all()]
+    first_failing_rank = re.search(r"\d+", failing.locator(".check-ranks").inner_text()).group()
+    assert {rank for rank, *_ in cells} == {first_failing_rank}           # the rank the values are from
+    indexes = [json.loads(index) for _, index, _, _ in cells]
+    assert indexes == sorted(indexes), indexes                              # by index, not by error
+    assert all(got != expected for _, _, got, expected in cells)
 
     editor.fill((REPO / "workers/problems/ring_allreduce/reference.py").read_text())
     page.click('[data-action="submit"]')
@@ -92,3 +100,46 @@ def test_a_new_problem_in_chinese_and_its_communication_failure_named(lab, page)
     assert "call 2: all_reduce on dp of [512] where the reference makes reduce_scatter on dp of [512]" in detail
     assert "reduce_scatter on dp of [512]" in failing.locator("dl.communication dd").first.inner_text()
     assert page.locator('.check.pass[data-check="gradient shard"]').count() == 1
+
+
+def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, page):
+    """A ring whose last rank skips its send/recv: while it is judged the page counts the seconds on
+    4 ranks; the verdict is the hang report naming each rank, the call it waits in and its line."""
+    page.goto(lab.url + "/login?next=/problems/ring_allreduce")
+    page.fill("#sign-in input[name=name]", "ada")
+    page.fill("#sign-in input[name=password]", "ada-pass-1")
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_url("**/problems/ring_allreduce")
+    code = (REPO / "tests/problems/deadlock_ring.py").read_text()
+    send_line = next(n for n, line in enumerate(code.splitlines(), 1) if "dist.send(" in line)
+    page.locator(".editor-input").fill(code)
+    page.click('[data-action="submit"]')
+    status = page.locator('.verdict-status[data-state="judging"]')
+    status.wait_for(timeout=60_000)
+    page.wait_for_function("/on 4 real ranks… [1-9]\\d* s/.test(document.querySelector('.verdict-status').textContent)",
+                           timeout=30_000)
+    page.locator('.verdict-status[data-state="failed"]').wait_for(timeout=120_000)
+    report = page.locator(".verdict-reason").inner_text()
+    assert report.startswith("the ranks are deadlocked: ranks 0, 1 and 2"), report
+    assert f"rank 2: waits in send to rank 3 at your line {send_line}: dist.send(" in report
+    assert "rank 3: finished its program" in report
+    assert page.locator(".verdict-reason").bounding_box()["height"] > 4 * 14     # one line per rank
+
+
+def test_the_problem_list_shows_each_title_in_the_interfaces_language(lab, page):
+    page.goto(lab.url + "/login?next=/problems")
+    page.fill("#sign-in input[name=name]", "ada")
+    page.fill("#sign-in input[name=password]", "ada-pass-1")
+    page.click("#sign-in button[type=submit]")
+    page.wait_for_url("**/problems")
+    title = page.locator('[data-problem="ring_allreduce"] h2')
+    assert title.inner_text() == "Ring all-reduce from send/recv"
+    page.click('[data-action="lang"]')
+    page.wait_for_function("document.documentElement.lang === 'zh-CN'")
+    assert title.inner_text() == "用 send/recv 实现环形 all-reduce"
+    assert title.get_attribute("lang") == "zh"
+    for problem in PROBLEMS.values():                                       # every one has Chinese
+        assert page.locator(f'[data-problem="{problem.id}"] h2').inner_text() == problem.texts()["zh"]["title"]
+    page.click('[data-action="lang"]')
+    page.wait_for_function("document.documentElement.lang === 'en'")
+    assert title.inner_text() == "Ring all-reduce from send/recv"

@@ -80,7 +80,7 @@ LESSON_STRINGS_JS = """() => {
 # Words Chinese technical text keeps as they are (the seeds and the lessons' explain.zh.md keep rank,
 # stage, microbatch, all-reduce, send/recv …), and names: of keys, file formats, products, values.
 KEPT_WORDS = {
-    "rank", "stage", "microbatch", "step", "root", "tag", "token", "seq", "paralab",
+    "rank", "stage", "softmax", "microbatch", "step", "root", "tag", "token", "seq", "paralab",
     "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce", "scatter", "gather",
     "barrier", "send", "recv", "isend", "irecv", "AR", "AG", "RS", "BC",
     "tp", "pp", "dp", "sp", "TP", "PP", "DP", "SP", "ZeRO", "GPipe", "FSDP", "Megatron", "PyTorch", "torch",

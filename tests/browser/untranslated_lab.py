@@ -110,7 +110,7 @@ def submit(page, code: str) -> None:
 def audit_problem_page(page, base_url: str, admin: httpx.Client, look) -> None:
     """Waiting in the queue behind the admin's endless submission, cancelled; refused; wrong; right."""
     page.goto(f"{base_url}/problems/{PROBLEM}")
-    page.wait_for_selector(".statement[lang=en]")
+    page.wait_for_selector(".statement[lang=zh]")                   # ring_allreduce has its Chinese statement
     look("problem page")
     forever = judge_forever(admin)
     submit(page, wrong_solution(f"{PROBLEM}/chunk_index"))

@@ -278,3 +278,11 @@ def test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and
     assert ranks[3].startswith("rank 3: finished its program")
     traffic = next(c for c in verdict.checks if c["name"] == "traffic")
     assert traffic["passed"] and "hung inside calls" in traffic["detail"]
+
+
+def test_the_rank_that_raised_is_named_not_the_peers_that_lost_their_connection_to_it():
+    """Rank 2 raises mid-ring; ranks 0, 1 and 3 then raise "connection closed by peer": the reason is
+    rank 2's own error at its line."""
+    verdict = judge("ring_allreduce", (REPO / "tests/problems/raises_mid_ring.py").read_text())
+    assert verdict.status == "failed"
+    assert verdict.reason.startswith("rank 2: ValueError: planted: rank 2 gives up (your line 13:"), verdict.reason
