@@ -18,8 +18,9 @@ SMALL_RUNS = [
 
 
 def test_every_lesson_is_covered(server):
+    """`script` runs the user's own file, shown from the run itself (tests/app/test_script_runs.py)."""
     listed = {lesson["id"] for lesson in httpx.get(f"{server.url}/api/lessons").json()}
-    assert listed - {"crash"} == {lesson for lesson, _, _ in SMALL_RUNS}
+    assert listed - {"crash", "script"} == {lesson for lesson, _, _ in SMALL_RUNS}
 
 
 @pytest.mark.parametrize("lesson, world_size, params", SMALL_RUNS)

@@ -35,6 +35,7 @@ SAMPLES = {   # one well-formed event of each kind, through its constructor
     "log": dict(rank=0, t=1.0, level="error", message="ValueError: no", site="a.py:1"),
     "schedule": dict(rank=0, t=0.1, schedule="1F1B", grid=[], slow_stage=1, slow_factor=3),
     "topology": dict(rank=0, t=0.1, tp=2, pp=1, dp=1, groups={"tp": [[0, 1]]}, coordinates=[[0, 0, 0], [0, 0, 1]]),
+    "host": dict(t=0.2, node=1, host="node-b", ranks=[2, 3], offset_s=-0.004, skew_s=0.0002),
 }
 
 
