@@ -34,7 +34,8 @@ class Message:
         return self.text
 
 
-def say(code: str, english: str, **params) -> Message:
+def say(code: str, english: str, /, **params) -> Message:
+    """The message `code` with its English template; params may have any name (a room's `code` too)."""
     return Message(code, english, params)
 
 
