@@ -35,6 +35,7 @@ class Message:
 
 
 def say(code: str, english: str, /, **params) -> Message:
+    """The message `code` with its English template; params may have any name (a room's `code` too)."""
     return Message(code, english, params)
 
 

@@ -63,9 +63,9 @@ export async function presentRoom({ lesson = null, worldSize = null, params = {}
 /** Whether room `code` exists: null if it does, else the refusal in words. */
 export async function checkRoom(code) {
   if (!code) return t("Type the room code from the projector.");
-  if (!/^[A-Z0-9]+$/.test(code)) return `No room ${code}: unknown or expired code`;
+  if (!/^[A-Z0-9]+$/.test(code)) return t("No room {code}: unknown or expired code", { code });
   const response = await fetch(`/api/rooms/${encodeURIComponent(code)}`);
-  if (response.status === 404) return `No room ${displayCode(code)}: unknown or expired code`;
+  if (response.status === 404) return t("No room {code}: unknown or expired code", { code: displayCode(code) });
   if (!response.ok) return await refusal(response);
   return null;
 }

@@ -67,6 +67,10 @@ def test_a_websocket_refusal_carries_its_code(tmp_path):
     with client(tmp_path).websocket_connect("/ws/runs/nosuchrun") as socket:
         assert socket.receive_json() == {"error": "no run with id 'nosuchrun'", "code": "run.not_found",
                                          "params": {"run_id": "nosuchrun"}}
+    with client(tmp_path).websocket_connect("/ws/rooms/ZZZZZZZ2") as socket:      # a param named `code`, too
+        assert socket.receive_json() == {"error": "no room 'ZZZZZZZ2': unknown or expired code",
+                                         "code": "room.not_found", "params": {"code": "ZZZZZZZ2"}}
+    assert client(tmp_path).get("/api/rooms/ZZZZZZZ2").json()["code"] == "room.not_found"
 
 
 def test_a_nested_message_reads_in_english_and_travels_as_code_params_and_text():
