@@ -35,7 +35,7 @@ def test_step_ranks_into_reduce_scatter_with_the_keyboard(page: Page, server):
         expect(stepper_rank(page, rank)).to_have_class(re.compile("is-gate"), timeout=20_000)
         expect(stepper_rank(page, rank)).to_contain_text("waits at reduce_scatter (world #1)")
         expect(stepper_rank(page, rank)).to_contain_text("program.py:")
-    expect(stepper).to_contain_text("ranks 0, 1, 2, 3 wait at a gate")
+    expect(stepper).to_contain_text("ranks 0, 1, 2 and 3 wait at a gate")
     expect(page.locator(".source-code .rank-dot.at-gate")).to_have_count(4)   # each rank's line, ringed
 
     page.keyboard.press("0")                                # release rank 0 alone: it enters and waits inside

@@ -18,7 +18,11 @@ def run_from_the_page(page: Page, server, path: str) -> None:
 
 
 def jump_to(page: Page, panel: str, text: str, key: str = "]", tries: int = 80) -> None:
+    """Press `key` until `panel` says `text`, reading it only once every panel has drawn the step (a panel
+    off screen draws when the browser is idle: `data-stale` until then)."""
+    drawn = page.locator("section[data-stale]")
     for _ in range(tries):
+        expect(drawn).to_have_count(0)
         if text in page.locator(panel).inner_text():
             break
         page.keyboard.press(key)

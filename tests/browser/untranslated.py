@@ -91,6 +91,9 @@ KEPT_WORDS = {
     # the lessons' symbols and terms, as their Chinese explanations keep them
     "GELU", "autograd", "dropout", "softmax", "Ulysses", "sbh", "sbf", "log", "Wq", "Wk", "Wv", "Wo",
     "dX", "dY", "dK", "dQ", "dV", "dW", "dw", "loss", "cf", "max", "min", "zig-zag", "top-k",
+    # torch's own names, as the DTensor and FSDP2 lessons keep them
+    "DTensor", "Shard", "Replicate", "Partial", "redistribute", "device", "mesh", "ColwiseParallel",
+    "RowwiseParallel", "SequenceParallel", "torchrun",
 }
 # Names kept whole: the protocol's mismatch classes (the Chinese explanation names them so too).
 KEPT_PHRASES = ["world size", "world_size", "flight recorder", "Flight recorder", "missing ranks", "op mismatch",

@@ -38,8 +38,8 @@ function paint(value, fallback) {
   return value;
 }
 
-/** The rows' vertical layout, as gantt.js's ganttSvg lays them out. */
-function layRows(rows, rem, gap) {
+/** The rows' vertical layout, one for both drawings (gantt.js's SVG and this canvas). */
+export function layRows(rows, rem, gap) {
   const top = 0.3 * rem;
   const laid = [];
   let y = top;

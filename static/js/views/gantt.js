@@ -11,7 +11,7 @@
 
 import { morphElement, nodeCache, place, s, setAttributes } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
-import { CANVAS_BLOCKS, ganttCanvas } from "paralab/views/gantt-canvas.js";
+import { CANVAS_BLOCKS, ganttCanvas, layRows } from "paralab/views/gantt-canvas.js";
 
 /** A tick step of 1, 2 or 5 × 10^k that cuts `span` into about `parts`. */
 export function niceStep(span, parts = 6) {
@@ -87,21 +87,7 @@ export function ganttSvg({ rows, arrows = [], axis, frame, now = null, axisLabel
   }
   const rem = frame.rem;
   const X = xScale(frame, axis);
-  const top = 0.3 * rem;
-  const laid = [];
-  let y = top;
-  for (const row of rows) {
-    const lanes = [];
-    for (const lane of row.lanes) {
-      const h = lane.height * rem;
-      lanes.push({ ...lane, y, h });
-      y += h + 0.12 * rem;
-    }
-    laid.push({ row, y0: lanes[0]?.y ?? y, y1: y - 0.12 * rem, lanes });
-    y += gap * rem;
-  }
-  const plotBottom = y - gap * rem + 0.2 * rem;
-  const height = plotBottom + 2.6 * rem;
+  const { laid, top, plotBottom, height } = layRows(rows, rem, gap);
   const leaf = (tag, attrs, text) => cache.get(tag + JSON.stringify(attrs) + (text ?? ""), () => s(tag, attrs, text));
   const svg = setAttributes(cache.get("svg", () => s("svg", {})), {
     class: ["gantt", className].filter(Boolean).join(" "), viewBox: `0 0 ${frame.width} ${height}`, width: frame.width, height,
