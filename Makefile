@@ -1,5 +1,8 @@
 # paralab: `make serve` installs and serves; `make test` installs and runs every test.
 PYTHON ?= python3
+# `make test` runs the suite on this many pytest-xdist workers, each module's tests on one worker
+# (tests/conftest.py groups them); 1 runs it in this process, as plain pytest does.
+TEST_WORKERS ?= 2
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 
@@ -21,7 +24,7 @@ serve: install
 	$(PYTHON) -m app
 
 test: install-test system-deps
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 # The loop to run every few minutes: no browser, no sandbox, nothing slow (markers: pyproject.toml).
 test-fast:

@@ -33,10 +33,20 @@ SLOW_TESTS = {
 }
 
 
+# Made once per session and shared by several modules: with `-n` (pytest-xdist), the modules that use
+# one of these run on the same worker, so that it is made once there (the plain `server` is cheap
+# enough to start on each worker).
+SHARED_FIXTURES = ("every_lesson_logs", "limited_server")
+
+
+@pytest.hookimpl(tryfirst=True)      # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Marks each test by what it needs, for `-m` (see pyproject.toml): `browser` for every test under
     tests/browser; `sandbox` for every test that skips where bubblewrap is missing (it judges learner
-    code in the sandbox) — and a test marked `sandbox` by hand skips there; `slow` as told above."""
+    code in the sandbox) — and a test marked `sandbox` by hand skips there; `slow` as told above. And
+    groups them for `--dist loadgroup`."""
+    if config.pluginmanager.hasplugin("xdist"):
+        group_by_module(items)
     first_cases: set[str] = set()
     for item in items:
         if item.path.is_relative_to(BROWSER_TESTS):
@@ -47,6 +57,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="bubblewrap is not available"))
         if is_slow(item, first_cases):
             item.add_marker(pytest.mark.slow)
+
+
+def group_by_module(items) -> None:
+    """An `xdist_group` per module (its module fixtures are made once, on one worker), modules that
+    share one of SHARED_FIXTURES in one group."""
+    groups: dict[Path, str] = {}
+    for item in items:
+        shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
+        groups[item.path] = shared[0] if shared else groups.get(item.path, str(item.path.relative_to(REPO)))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.path]))
 
 
 @functools.cache
@@ -74,6 +95,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    pass
+
+
 class LiveServer:
     """One server process. `url` is http://127.0.0.1:PORT; `ws_url` the ws:// equivalent. `repo`: the checkout
     it runs from (another one: a benchmark's baseline)."""
@@ -90,7 +115,17 @@ class LiveServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 180) -> "LiveServer":   # a loaded 2-core machine can take a minute
-        log = open(self.data_dir / f"server-{self.port}.log", "ab")
+        for _ in range(3):   # the free port may be taken before the server binds it (a suite beside this one)
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.port = free_port()
+                self.url, self.ws_url = f"http://127.0.0.1:{self.port}", f"ws://127.0.0.1:{self.port}"
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> "LiveServer":
+        log_path = self.data_dir / f"server-{self.port}.log"
+        log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--port", str(self.port), "--data-dir", str(self.data_dir),
              "--log-level", "warning", *self.args],
@@ -98,7 +133,10 @@ class LiveServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {(self.data_dir / f'server-{self.port}.log').read_text()}")
+                text = log_path.read_text()
+                if "address already in use" in text:
+                    raise PortTaken(self.port)
+                raise RuntimeError(f"server exited: {text}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).json().get("launcher") == "ready":
                     return self

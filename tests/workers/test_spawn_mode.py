@@ -10,18 +10,25 @@ import pytest
 
 @pytest.fixture
 def spawn_server(server_factory, tmp_path):
-    return server_factory(tmp_path, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2"})
+    # the tag, inherited by every process the server starts, tells its slot and standbys apart from
+    # those of another server (another suite running beside this one)
+    return server_factory(tmp_path, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2",
+                                         "SPAWN_TEST_TAG": str(tmp_path)})
 
 
-def _slot_processes() -> list[int]:
+def _slot_processes(server) -> list[int]:
+    """The warm slot and standby ranks the server started (found by its tag in their environment)."""
+    tag = f"SPAWN_TEST_TAG={server.env['SPAWN_TEST_TAG']}".encode()
     pids = []
-    for entry in os.listdir("/proc"):
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 cmdline = f.read()
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
         except (OSError, ValueError):
             continue
-        if b"workers.standby" in cmdline or b"workers.slot" in cmdline:
+        if (b"workers.standby" in cmdline or b"workers.slot" in cmdline) and tag in environ:
             pids.append(int(entry))
     return pids
 
@@ -42,8 +49,9 @@ def test_spawn_mode_runs_lessons_reports_crashes_and_cleans_up(spawn_server):
     assert crashed["error"]["kind"] == "crash" and crashed["error"]["rank"] == 1
     assert "ZeroDivisionError" in crashed["error"]["message"]
 
+    assert _slot_processes(spawn_server), "the server keeps no slot warm"
     spawn_server.stop()   # the server's end takes the launcher, its warm slot and standbys along
     deadline = time.monotonic() + 10
-    while _slot_processes() and time.monotonic() < deadline:
+    while _slot_processes(spawn_server) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _slot_processes() == []
+    assert _slot_processes(spawn_server) == []
