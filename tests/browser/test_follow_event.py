@@ -20,7 +20,7 @@ def collectives_run(server):
 def open_at_start(browser, server, run, text_size=None) -> Page:
     context = browser.new_context(viewport={"width": 1280, "height": 720}, reduced_motion="reduce")
     if text_size:
-        context.add_init_script(f"localStorage.setItem('paralab:text-size', '{text_size}')")
+        context.add_init_script(f"localStorage.setItem('paralab:text-scale', '{text_size}')")
     page = context.new_page()
     page.goto(f"{server.url}/lessons/collectives?run={run['id']}&seq=1")
     expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq 1 / {run['events']}")
@@ -29,6 +29,8 @@ def open_at_start(browser, server, run, text_size=None) -> Page:
 
 def test_stepping_to_a_collective_below_the_fold_scrolls_its_drawing_into_view(browser, server, collectives_run):
     page = open_at_start(browser, server, collectives_run)
+    play, play_by = page.locator("#scrubber [data-action=play]").bounding_box(), page.locator("#scrubber .play-by").bounding_box()
+    assert abs(play_by["y"] + play_by["height"] / 2 - (play["y"] + play["height"] / 2)) < 10, (play, play_by)   # one row
     drawing = page.locator("#collective")
     page.keyboard.press("]")                                 # the next collective
     expect(page.locator("#now .now-text")).to_contain_text("all_reduce")
@@ -42,4 +44,20 @@ def test_stepping_to_a_collective_below_the_fold_scrolls_its_drawing_into_view(b
     page.wait_for_timeout(300)
     top = stage.evaluate("s => s.scrollTop")
     assert top == 0, top
+    page.context.close()
+
+
+def test_at_200_percent_text_a_step_to_a_collective_shows_its_drawing_uncovered(browser, server, collectives_run):
+    """A+ to 200 %: the page scrolls as one; the drawing comes into view clear of the scrubber and the top bar."""
+    page = open_at_start(browser, server, collectives_run, text_size=2)
+    expect(page.locator(".text-size")).to_contain_text("200%")
+    page.keyboard.press("]")
+    expect(page.locator("#now .now-text")).to_contain_text("all_reduce")
+    drawing = page.locator("#collective svg").first
+    expect(drawing).to_be_in_viewport(ratio=0.9)
+    box, scrubber = drawing.bounding_box(), page.locator("#scrubber").bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= scrubber["y"] + 1, (box, scrubber)
+    for y in (box["y"] + 4, box["y"] + box["height"] - 4):                # its top and bottom edges are not under anything
+        on_top = page.evaluate(f"() => document.elementFromPoint({box['x'] + box['width'] / 2}, {y})?.closest('#collective')?.id")
+        assert on_top == "collective", (y, box, scrubber)
     page.context.close()

@@ -37,11 +37,20 @@ function inView(picture) {
   return shown >= Math.min(box.height, bottom - top) * 0.6;
 }
 
+/** Centre `picture` (or, if it is too tall, its drawing) in what the stage shows — the window, when the page
+ * scrolls as one — clear of a fixed scrubber. */
 function reveal(picture) {
   const reduce = window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
   const stage = picture.closest(".stage");
-  const fits = picture.getBoundingClientRect().height <= (stage?.clientHeight || innerHeight);
-  picture.scrollIntoView({ block: fits ? "center" : "start", behavior: reduce ? "auto" : "smooth" });
+  const scrubber = document.getElementById("scrubber");
+  const covering = scrubber && getComputedStyle(scrubber).position === "fixed" ? scrubber.offsetHeight : 0;
+  const scrolls = stage && stage.scrollHeight > stage.clientHeight + 1;
+  const room = (scrolls ? stage.clientHeight : innerHeight) - covering;
+  const fits = (el) => el && el.getBoundingClientRect().height <= room;
+  const drawing = picture.querySelector("svg, canvas");
+  const target = !fits(picture) && fits(drawing) ? drawing : picture;     // large text: the drawing, its captions aside
+  target.style.scrollMarginBottom = `${covering}px`;
+  target.scrollIntoView({ block: fits(target) ? "center" : "start", behavior: reduce ? "auto" : "smooth" });
 }
 
 /** After a step of the viewer's own, bring the picture its event changes into view (once drawn). */
