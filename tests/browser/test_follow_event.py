@@ -4,6 +4,7 @@ the page where the viewer put it."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -61,3 +62,28 @@ def test_at_200_percent_text_a_step_to_a_collective_shows_its_drawing_uncovered(
         on_top = page.evaluate(f"() => document.elementFromPoint({box['x'] + box['width'] / 2}, {y})?.closest('#collective')?.id")
         assert on_top == "collective", (y, box, scrubber)
     page.context.close()
+
+
+def test_at_200_percent_text_a_release_in_step_mode_shows_every_rank(browser, server):
+    """pp in step mode at 1280×720 and 200 %: the stepper's ranks start below the scrubber; releasing a
+    rank (its key) brings them all into view, the last one's release button clear of the scrubber."""
+    run = server.start_run("pp", 4, {}, step=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, reduced_motion="reduce")
+    context.add_init_script("localStorage.setItem('paralab:text-scale', '2')")
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/lessons/pp?run={run['id']}")
+        last_rank = page.locator("#stepper .stepper-rank[data-rank='3']")
+        expect(last_rank).to_contain_text("waits", timeout=20_000)
+        below = page.evaluate("() => document.querySelector(\"#stepper .stepper-rank[data-rank='3']\").getBoundingClientRect().top"
+                              " - document.getElementById('scrubber').getBoundingClientRect().top")
+        assert below > 0, below                                          # cut off before: the case at hand
+        page.keyboard.press("0")
+        expect(page.locator("#scrubber .live-badge")).to_be_visible()
+        page.wait_for_function("() => { const r = document.querySelector(\"#stepper .stepper-rank[data-rank='3'] button\").getBoundingClientRect();"
+                               " return r.bottom <= document.getElementById('scrubber').getBoundingClientRect().top + 1; }")
+        top = page.evaluate("() => document.querySelector(\"#stepper .stepper-rank[data-rank='0']\").getBoundingClientRect().top")
+        assert top >= 0, top
+    finally:
+        httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        context.close()

@@ -3,6 +3,7 @@
  * an event that changes a picture scrolled out of view, that picture scrolls into view. Play, the
  * slider and a room's page following its presenter move the cursor without it — a page that jumps on
  * every event of a Play cannot be read — and so does the focus view, which shows one picture already.
+ * In step mode, a release (its keys or the stepper's buttons) brings the stepper's ranks into view.
  * Smooth, unless the viewer prefers reduced motion.
  */
 
@@ -63,6 +64,12 @@ export function bindFollowEvent(store) {
   document.addEventListener("keydown", (event) => { if (STEP_KEYS.has(event.key)) mark(); }, { capture: true });
   document.addEventListener("click", (event) => { if (event.target instanceof Element && event.target.closest(STEP_BUTTONS)) mark(); },
                             { capture: true });
+  document.addEventListener("keydown", (event) => {                // step mode: releasing ranks shows them
+    if (STEPPER_KEYS.test(event.key) && !event.ctrlKey && !event.metaKey && !event.altKey && !typingInto(event.target)) revealRanks();
+  });
+  document.addEventListener("click", (event) => {
+    if (event.target instanceof Element && event.target.closest("#stepper button")) revealRanks();
+  });
   store.on("cursor", () => {
     if (!stepping || store.state.playing || document.body.classList.contains("focus-view")) return;
     const { log, cursor } = store.state;
@@ -71,6 +78,14 @@ export function bindFollowEvent(store) {
 }
 
 const MAX_FRAMES = 60;
+const STEPPER_KEYS = /^([0-9aAcCpP]|Enter)$/;
+const typingInto = (target) => target instanceof Element && target.matches("input:not([type=range]):not([type=checkbox]), select, textarea");
+
+/** The stepper's ranks (a step-mode run), after a release: the rank to release next must not be cut off. */
+function revealRanks() {
+  if (!document.body.classList.contains("step-run") || document.body.classList.contains("focus-view")) return;
+  revealWhenDrawn(() => document.querySelector("#stepper:not([hidden]) .stepper-ranks"));
+}
 
 /** Once the step's drawing is done (a panel off screen is drawn late: `data-stale`), reveal the picture
  * `current()` names if it is out of view; nothing if the cursor moved on meanwhile. */
