@@ -10,6 +10,7 @@ import { currentLang, lessonField, t, tPlural, useLessonTexts } from "paralab/i1
 import { foldCache, stateAt } from "paralab/replay.js";
 import { bindHover } from "paralab/controls/hover.js";
 import { bindKeyboard } from "paralab/controls/keyboard.js";
+import { bindFollowEvent } from "paralab/controls/follow-event.js";
 import { bindPanelTools, renderTables } from "paralab/controls/panel-tools.js";
 import { bindPlayer } from "paralab/controls/player.js";
 import { bindScrubber } from "paralab/controls/scrubber.js";
@@ -214,6 +215,7 @@ bindTextSize($(".text-size"), () => {
 });
 bindHover($("#tooltip"));
 bindKeyboard(store);
+bindFollowEvent(store);
 bindPlayer(store);
 bindScrubber($("#scrubber"), store);
 bindPanelTools(store, { exportRun: host.name !== "offline" });

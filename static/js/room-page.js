@@ -18,6 +18,7 @@ import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { typing } from "paralab/controls/keyboard.js";
 import { t, tMessage, tPlural, tText } from "paralab/i18n.js";
 import { toggleBlank } from "paralab/chrome.js";
+import { focusedPanel, panelName, panelNamed, setFocus } from "paralab/controls/focus.js";
 
 const $ = (selector) => document.querySelector(selector);
 const page = $("[data-lesson]");
@@ -247,7 +248,24 @@ async function apply() {
   }
   if (role === "follower" && room.view.panel) showPanel(room.view.panel);
   if (role === "follower") mirrorBlank();
+  if (role === "follower") mirrorFocus();
 }
+
+/** The presenter's focus view (Z, a panel's Focus) is the followers' too: entered, changed, left with it.
+ * Mirrored when the presenter's focus changes only, so a follower's own Z lasts until the presenter's next. */
+let focusShown;                  // the presenter's focus last mirrored (undefined: none yet)
+function mirrorFocus() {
+  const wanted = room.view.focus || null;
+  if (wanted === focusShown) return;
+  const panel = panelNamed(wanted);
+  if (wanted && (!panel || panel.hidden)) return;               // its lesson's page is not drawn yet
+  focusShown = wanted;
+  if (panelName(focusedPanel()) !== wanted) setFocus(panel);
+}
+document.addEventListener("paralab:focus", (event) => {
+  const focus = panelName(event.detail.panel);
+  if (role === "presenter" && (room.view.focus || null) !== focus) sendView({ focus });
+});
 
 /** The presenter's blank screen (B) blanks the screens following live, and lifts with it. */
 let blankShown = false;
@@ -434,6 +452,7 @@ function rejoin() {
   if (role !== "follower") return;
   live = true;
   shownPanel = null;
+  focusShown = undefined;
   requestApply();
   renderBar();
 }

@@ -280,3 +280,17 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     page.evaluate("window.paralab.room.socket.send({op: 'show', run: '0123456789ab'})")
     expect(page.locator(".room-notice")).to_contain_text("no run with id '0123456789ab'")
     assert httpx.get(f"{server.url}/api/rooms/{room['code']}").json()["run"] == earlier["id"]
+
+    # The presenter's focus view is the room's: the follower's page focuses the same panel, and leaves it with them.
+    picture = page.locator(".stage > .panel:not([hidden])", has=page.locator(".focus-toggle")).last
+    name = picture.evaluate("p => p.id || p.querySelector(':scope > div[id]').id")
+    picture.get_by_role("button", name="Focus").click()
+    focused = follower.locator(".stage > .panel.focused")
+    expect(focused).to_have_count(1, timeout=2_000)
+    assert focused.evaluate("p => p.id || p.querySelector(':scope > div[id]').id") == name
+    expect(follower.locator("body")).to_have_class(re.compile(r"\bfocus-view\b"))
+    page.keyboard.press("ArrowRight")                                  # stepping keeps it focused
+    expect(counter(follower)).to_have_text(f"seq 3 / {total}", timeout=1_000)
+    expect(focused).to_have_count(1)
+    page.keyboard.press("Escape")
+    expect(focused).to_have_count(0, timeout=2_000)

@@ -2,11 +2,24 @@
  * The focus view: one picture panel fills the window above the scrubber, in large type, for the back
  * of a hall; every key still works (a step redraws it at its new size). "Focus" in a panel's tools, or
  * Z (the panel focused last, else the first one shown), enters it; Z, Esc or the button again leaves.
+ * Each change is told as a `paralab:focus` event on the document (detail: the panel, or null), so that
+ * a room's presenter can share it.
  */
 
 import { h } from "paralab/dom.js";
 
 let last = null;          // the panel focused last
+
+/** A panel's name for others (a room's followers): its id, else its picture's. */
+export function panelName(panel) {
+  return panel ? panel.id || panel.querySelector(":scope > div[id]")?.id || null : null;
+}
+
+/** The panel named `name` (panelName's inverse), or null. */
+export function panelNamed(name) {
+  const el = name ? document.getElementById(name) : null;
+  return el?.closest(".stage > .panel") || null;
+}
 
 /** The panel in focus, or null. */
 export function focusedPanel() {
@@ -19,7 +32,11 @@ export function setFocus(panel) {
   was?.classList.remove("focused");
   was?.querySelector(".focus-toggle")?.setAttribute("aria-pressed", "false");
   document.body.classList.toggle("focus-view", Boolean(panel));
-  if (!panel) return;
+  if (panel) enter(panel);
+  if (was !== panel) document.dispatchEvent(new CustomEvent("paralab:focus", { detail: { panel } }));
+}
+
+function enter(panel) {
   last = panel;
   fitAboveScrubber(panel);
   panel.classList.add("focused");

@@ -8,8 +8,11 @@ export function currentScale() {
   return SCALES.includes(saved) ? saved : 1;
 }
 
+export const LARGE_TEXT = 1.5;      // from here on a lesson page scrolls as one (paralab.css: data-large-text)
+
 function apply(scale) {
   document.documentElement.style.setProperty("--text-scale", String(scale));
+  document.documentElement.toggleAttribute("data-large-text", scale >= LARGE_TEXT);
 }
 
 /** Wire the buttons inside `root`; `onChange(scale)` redraws what depends on the size. */
