@@ -42,11 +42,11 @@ def test_step_ranks_into_reduce_scatter_with_the_keyboard(page: Page, server):
     rank0 = stepper_rank(page, 0)
     expect(rank0).to_have_class(re.compile("is-blocked"))
     expect(rank0).to_contain_text("blocked inside reduce_scatter (world #1)")
-    expect(rank0).to_contain_text("waiting for ranks 1, 2, 3 to enter it")
+    expect(rank0).to_contain_text("waiting for ranks 1, 2 and 3 to enter it")
     expect(stepper.locator(".stepper-summary")).to_contain_text("a collective is a rendezvous")
     for rank in (1, 2, 3):
         expect(stepper_rank(page, rank)).to_have_class(re.compile("is-gate"))
-    expect(page.locator("#collective .phase-line")).to_contain_text("Waiting: rank 0 arrived; ranks 1, 2, 3 not yet")
+    expect(page.locator("#collective .phase-line")).to_contain_text("Waiting: rank 0 arrived; ranks 1, 2 and 3 not yet")
 
     page.keyboard.press("0")                                # rank 0 is not at a gate any more: said so, nothing sent
     expect(stepper.locator(".stepper-notice")).to_contain_text("Rank 0 is not waiting at a gate")

@@ -97,7 +97,7 @@ KEPT_WORDS = {
 }
 # Names kept whole: the protocol's mismatch classes (the Chinese explanation names them so too).
 KEPT_PHRASES = ["world size", "world_size", "flight recorder", "Flight recorder", "missing ranks", "op mismatch",
-                "size mismatch", "unmatched send/recv"]
+                "size mismatch", "unmatched send/recv", "torch.distributed"]
 ROOM_CODE = re.compile(r"\b[A-Z2-9]{4}-?[A-Z2-9]{4}\b")
 QUOTED_NAME = re.compile(r"'[^'\s]+'")                                      # a name as the server quotes it: 'ada'
 IDENTIFIER = re.compile(r"[\w.:/=-]*(?:[_/]|\.[a-z]{1,4}\b|\d)[\w.:/=-]*")   # all_reduce, W1, p2p, program.py:12, AUTH=off
@@ -142,9 +142,9 @@ def own_words(strings: list[str]) -> re.Pattern:
 
 def english_words(text: str, own: re.Pattern) -> tuple[str, ...]:
     """The Latin words of `text` left once the lesson's strings, kept phrases and identifiers are out."""
-    text = own.sub(" ", text)
-    for phrase in KEPT_PHRASES:
+    for phrase in KEPT_PHRASES:              # first: a lesson's own word may be part of one (torch.distributed)
         text = text.replace(phrase, " ")
+    text = own.sub(" ", text)
     text = ROOM_CODE.sub(" ", IDENTIFIER.sub(" ", QUOTED_NAME.sub(" ", text)))
     return tuple(w for w in WORD.findall(text) if len(w) > 1 and w not in KEPT_WORDS)
 

@@ -9,7 +9,7 @@
  */
 
 import { changed, fill, h, remPx, sizeOf } from "paralab/dom.js";
-import { t } from "paralab/i18n.js";
+import { t, tText } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber, rankList } from "paralab/replay.js";
 import { OP_STORY } from "paralab/views/collective-layout.js";
