@@ -26,6 +26,7 @@ class EventChannel:
             self._sock = socket.create_connection((host, int(port)))
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._lock = threading.Lock()
+        self._last_t = float("-inf")
         self._inbox = b""
         self.send({"hello": run_id, "token": token, "rank": rank})
 
@@ -44,9 +45,21 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
-        data = encode(message)
         with self._lock:
-            self._sock.sendall(data)
+            self._sock.sendall(encode(self._in_order(message)))
+
+    def _in_order(self, event: dict) -> dict:
+        """An event is never earlier than the last one this rank reported. A call that ends in the
+        backend's thread (a dispatched collective's future) takes its time, then its previews, while
+        the program goes on: reported after a later event of its own, it is placed at that event's time
+        (its `t_call` and `duration` keep the call's own timing)."""
+        t = event.get("t")
+        if "kind" not in event or not isinstance(t, (int, float)):
+            return event
+        if t < self._last_t:
+            event = {**event, "t": self._last_t}
+        self._last_t = event["t"]
+        return event
 
     def close(self) -> None:
         with self._lock:

@@ -93,7 +93,7 @@ def test_skip_collective_names_the_missing_rank(hung):
     assert last["last_begun"]["cseq"] == last["last_completed"]["cseq"] == 1
     assert f"; rank {world - 1} never entered it" in error["message"]
     assert f"rank {world - 1} last completed #1 all_reduce and finished its program" in error["message"]
-    assert ranks_phrase(list(range(world - 1))) + (" waits" if world == 2 else " wait") + " in all_reduce" in error["message"]
+    assert str(ranks_phrase(list(range(world - 1)))) + (" waits" if world == 2 else " wait") + " in all_reduce" in error["message"]
     assert "[" not in error["message"]     # ranks in words, not a Python list
 
 

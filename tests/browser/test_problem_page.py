@@ -119,7 +119,7 @@ def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, pag
     page.wait_for_function("/on 4 real ranks… [1-9]\\d* s/.test(document.querySelector('.verdict-status').textContent)",
                            timeout=30_000)
     page.locator('.verdict-status[data-state="failed"]').wait_for(timeout=120_000)
-    report = page.locator(".verdict-reason").inner_text()
+    report = page.locator(".verdict-reason").inner_text(timeout=60_000)
     assert report.startswith("the ranks are deadlocked: ranks 0, 1 and 2"), report
     assert f"rank 2: waits in send to rank 3 at your line {send_line}: dist.send(" in report
     assert "rank 3: finished its program" in report

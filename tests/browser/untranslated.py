@@ -152,6 +152,9 @@ def english_words(text: str, own: re.Pattern) -> tuple[str, ...]:
 def untranslated(page, base_url: str, names: tuple[str, ...] = ()) -> list[Finding]:
     """Interface text on `page` (shown in Chinese) that is still English. `names`: of users and classes,
     which the page may write inside a sentence ("ada 已删除。")."""
+    # what the page draws when idle (the screen readers' tables, panels off screen) is drawn first
+    for _ in range(2):
+        page.evaluate("() => new Promise((done) => (window.requestIdleCallback || setTimeout)(() => done(), { timeout: 1500 }))")
     own = own_words([*lesson_strings(page, base_url), *names])
     found = []
     for item in page.evaluate(COLLECT_JS):
