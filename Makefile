@@ -2,7 +2,7 @@
 PYTHON ?= python3
 # `make test` runs the suite on this many pytest-xdist workers, each module's tests on one worker
 # (tests/conftest.py groups them); 1 runs it in this process, as plain pytest does.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 1
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 

@@ -62,6 +62,7 @@ def test_every_parameter_round_trips_through_the_address_and_the_form(page: Page
                                                       for k, v in wanted.items()}})
             page.goto(f"{server.url}/lessons/{lesson['id']}?{query}")
             expect(page.locator(".lesson-title")).to_have_text(lesson["title"])
+            expect(page.locator(".run-button")).to_be_enabled()      # the form is built from the lesson's schema
             shown = page.evaluate(READ_FORM)
             assert shown["world_size"] == size, lesson["id"]
             assert {k: shown["params"][k] for k in wanted} == wanted, lesson["id"]
