@@ -14,6 +14,7 @@ pytestmark = pytest.mark.browser
 
 
 def held(page: Page, side: str) -> list[str]:
+    expect(page.locator("section[data-stale]")).to_have_count(0)     # every panel has drawn this step
     return page.locator(f'#shards .shards-side[data-side="{side}"] .shard').evaluate_all(
         "els => els.map((el) => `${el.dataset.rank} ${el.dataset.held}`)")
 
