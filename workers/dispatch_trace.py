@@ -226,6 +226,8 @@ class DispatchLevel:
         self._libraries: list = []
         self._pending: dict[int, Callable[[], None]] = {}   # functional outputs' data_ptr → finish
         self._lock = threading.Lock()
+        self._unfinished_works = 0                           # end callbacks not yet run by the backend
+        self._all_works_ended = threading.Condition(self._lock)
 
     def install(self) -> None:
         global _installed
@@ -246,6 +248,7 @@ class DispatchLevel:
     def uninstall(self) -> None:
         """Give torch its own kernels back; end the calls whose outputs were never waited on."""
         global _installed
+        self.settle()
         for library in self._libraries:
             library._destroy()
         self._libraries = []
@@ -255,6 +258,15 @@ class DispatchLevel:
             pending, self._pending = list(self._pending.values()), {}
         for finish in pending:
             finish()
+
+    def settle(self, timeout_s: float = 2.0) -> bool:
+        """Wait until the backend's threads have run the end of every work they completed.
+
+        A work's waiter wakes before its future's callbacks run: a rank can read its events, or
+        exit, while a backend thread is still recording an end. Exiting then kills the process
+        (a thread that takes the GIL during interpreter shutdown aborts it)."""
+        with self._all_works_ended:
+            return self._all_works_ended.wait_for(lambda: self._unfinished_works == 0, timeout_s)
 
     def _kernel(self, op, torch_op: str, how: DispatchOp):
         tracer = self.tracer
@@ -323,6 +335,12 @@ class DispatchLevel:
                 tracer._end(event, spec, call, t_call)
             except Exception:   # noqa: BLE001  never let tracing break the backend's thread
                 pass
+            finally:
+                with self._all_works_ended:
+                    self._unfinished_works -= 1
+                    self._all_works_ended.notify_all()
+        with self._lock:
+            self._unfinished_works += 1
         future.add_done_callback(done)
 
     def _await(self, result, spec, call, event, t_call) -> None:

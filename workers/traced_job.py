@@ -66,10 +66,10 @@ def attach(server: str, identity: RankIdentity, token: str | None = None, announ
                   file=sys.stderr, flush=True)
 
     sender = JobSender(server, identity, token, on_join=joined)
+    atexit.register(_finish, sender, identity.rank)     # first registered: runs after the tracer settles
     _when_imported("torch", lambda: _install_tracer(sender, identity.rank))
     _report_uncaught(sender, identity.rank)
     _say_goodbye_when_stopped(sender, identity.rank)
-    atexit.register(_finish, sender, identity.rank)
     return sender
 
 
@@ -84,7 +84,9 @@ def _install_tracer(sender: JobSender, rank: int) -> None:
         sender.put(message)
 
     # the dispatch level sees DDP, FSDP2, DTensor…; PARALAB_DISPATCH=off keeps the dist.* wrappers alone
-    Tracer(emit, rank, time.monotonic).install(dispatch=os.environ.get("PARALAB_DISPATCH", "on") != "off")
+    tracer = Tracer(emit, rank, time.monotonic)
+    tracer.install(dispatch=os.environ.get("PARALAB_DISPATCH", "on") != "off")
+    atexit.register(tracer.settle)     # the ends gloo's threads still owe are sent before the sender closes
 
 
 def _when_imported(name: str, then) -> None:

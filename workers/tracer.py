@@ -191,6 +191,11 @@ class Tracer:
             self._patch(name, self._wrap(name, spec, getattr(c10d, name)))
         self._patch("batch_isend_irecv", self._wrap_batch(c10d.batch_isend_irecv))
 
+    def settle(self) -> None:
+        """Wait for the ends the backend's threads still owe (DDP's all-reduces end in gloo's thread)."""
+        if self._dispatch is not None:
+            self._dispatch.settle()
+
     def uninstall(self) -> None:
         for (module, name), original in self._originals.items():
             setattr(module, name, original)
