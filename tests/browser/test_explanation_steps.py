@@ -42,3 +42,25 @@ def test_the_section_about_the_current_phase_is_highlighted(browser, server, siz
         expect(heading(text)).to_have_class(re.compile(r"\bexplaining\b"))
     expect(page.locator("#explanation .explaining").first).to_be_visible()
     context.close()
+
+
+def test_in_chinese_the_ring_lesson_highlights_the_algorithm_running(browser, server):
+    """Every lesson links its text to its run, in either language: ring_allreduce's two algorithms."""
+    from tests.browser.untranslated import switch_to_chinese
+
+    context = browser.new_context(viewport={"width": 1600, "height": 900})
+    page: Page = context.new_page()
+    run = server.run("ring_allreduce", 4, {})
+    assert run["status"] == "done", run["error"]
+    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
+    page.goto(f"{server.url}/lessons/ring_allreduce?run={run['id']}")
+    switch_to_chinese(page)
+    counter = page.locator("#scrubber .seq-counter")
+    expect(counter).to_have_text(re.compile(rf"{run['events']} / {run['events']}"))
+    for fields, text in [({"kind": "compute", "name": "all-gather step 2", "phase": "begin"}, "环形算法"),
+                         ({"kind": "compute", "name": "doubling step 2", "phase": "begin"}, "递归倍增")]:
+        seq = first_seq(events, **fields)
+        page.locator("#scrubber input[type=range]").fill(str(seq))
+        expect(counter).to_have_text(re.compile(rf"\b{seq} / {run['events']}"))
+        expect(page.locator("#explanation [data-explains].explaining")).to_have_text(text)
+    context.close()

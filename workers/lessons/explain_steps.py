@@ -7,7 +7,10 @@ A marker is an HTML comment on the line just before a `## ` heading:
     ## f and g: two conjugate operators
 
 Fields are `name=value`, separated by ` ; ` when there are several; an event matches when every field
-named has that value (compared as text), and a value may list alternatives with `|` (`name=B|I|W`).
+named has that value (compared as text), a value may list alternatives with `|` (`name=B|I|W`), and
+a value ending in `*` stands for every text that begins with what comes before it
+(`label=ring step*`). As the run goes on, the page highlights the section whose marker matches the
+latest event one of them matches (the first such section, in the order of the text).
 The markers are taken out of the Markdown the page renders; `split_markers` returns them as
 `{"heading": the heading's text, "when": {field: [values]}}`, in the order of the text.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_markers"]
+__all__ = ["matches", "split_markers"]
 
 _MARKER = re.compile(r"^<!--\s*explains:\s*(?P<fields>.*?)\s*-->\s*$")
 _HEADING = re.compile(r"^##\s+(?P<text>.+?)\s*$")
@@ -52,3 +55,10 @@ def split_markers(markdown: str) -> tuple[str, list[dict]]:
     if pending is not None:
         raise ValueError(f"explanation line {pending[0]}: an `explains` marker at the end, with no heading after it")
     return "".join(kept), steps
+
+
+def matches(when: dict[str, list[str]], event: dict) -> bool:
+    """Whether `event` is one a marker's `when` names (as the page decides: static/js/views/explanation.js)."""
+    def fits(value: str, wanted: str) -> bool:
+        return value.startswith(wanted[:-1]) if wanted.endswith("*") else value == wanted
+    return all(field in event and any(fits(str(event[field]), w) for w in wanted) for field, wanted in when.items())

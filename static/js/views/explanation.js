@@ -40,7 +40,10 @@ function linkSections(container, steps) {
   }).filter(Boolean);
 }
 
-const matches = (when, e) => Object.entries(when).every(([field, values]) => values.includes(String(e[field])));
+/** Whether event `e` is one a marker names: each field one of its values, `text*` any text starting so
+ *  (as workers/lessons/explain_steps.py's `matches`). */
+const fits = (value, wanted) => (wanted.endsWith("*") ? value.startsWith(wanted.slice(0, -1)) : value === wanted);
+const matches = (when, e) => Object.entries(when).every(([field, values]) => field in e && values.some((v) => fits(String(e[field]), v)));
 
 /** Highlight the section that explains the latest event at or before `cursor` one of them matches. */
 export function showExplained(container, log, cursor) {
