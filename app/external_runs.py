@@ -9,7 +9,9 @@ with it, so the ranks of one node keep their order exactly, and two nodes are al
 node's `skew_s` (half that best round trip), which the `host` event says and the page shows.
 
 A job ends when each of its ranks has said goodbye (done; failed if a rank raised), or when it has
-been silent for EXTERNAL_IDLE_S (its ranks were killed, or the server lost them).
+been silent for EXTERNAL_IDLE_S (its ranks were killed, or the server lost them). Once a rank has
+failed or been stopped, torchrun is tearing the job down: a rank that has not said goodbye
+FAILING_GRACE_S later was killed without warning (SIGKILL, out of memory), and the run ends naming it.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ import time
 from dataclasses import dataclass, field
 
 from app import flight_recorder
+from app.flight_recorder import ranks_phrase
+from app.messages import run_error, say
 from app.run import Run
 from app.runs import RunManager
 from workers.protocol import Host, Log, Rank, Run as RunEvent
 
 TIME_FIELDS = ("t", "t_call")     # an event's times, on its host's clock until the server moves them
+FAILING_GRACE_S = 5.0             # after a rank failed or was stopped, how long the others have to say goodbye
 
 
 @dataclass
@@ -43,6 +48,7 @@ class Job:
     joined: dict[int, str] = field(default_factory=dict)     # rank → the process that joined as it
     gone: set[int] = field(default_factory=set)        # ranks that said goodbye
     stopped: dict[int, str] = field(default_factory=dict)   # rank → the signal its launcher stopped it with
+    failing_since: float | None = None   # monotonic time of the first goodbye of a rank that failed or was stopped
 
 
 class ExternalRuns:
@@ -110,6 +116,8 @@ class ExternalRuns:
         if rank not in run.rank_errors and not stopped:
             self.manager.ingest.take(run, rank, Rank(rank=rank, t=run.now(), status="finished").to_dict())
         job.gone.add(rank)
+        if (stopped or rank in run.rank_errors) and job.failing_since is None:
+            job.failing_since = time.monotonic()
         if len(job.gone) >= run.world_size:
             self._end(job)
 
@@ -129,13 +137,20 @@ class ExternalRuns:
         if run.rank_errors:      # named as a lesson's crash is: the rank that raised first of its own accord
             failed = [{"rank": rank, "code": 1} for rank in sorted(run.rank_errors)]
             error = flight_recorder.explain_crash(self.manager.outcome._crash_error(run, failed), run.events, run.world_size)
-            self.manager.outcome.finish(run, "failed", error)
         elif job.stopped:
             ranks = sorted(job.stopped)
-            self.manager.outcome.finish(run, "failed", {"kind": "stopped", "ranks": ranks, "message": (
-                f"ranks {ranks} were stopped by their launcher ({job.stopped[ranks[0]]}) before they finished")})
+            error = run_error("stopped", say("job.stopped", "the launcher stopped {ranks} ({signal}) before the end",
+                                             ranks=ranks_phrase(ranks), signal=job.stopped[ranks[0]]), ranks=ranks)
         else:
             self.manager.outcome.finish(run, "done", None)
+            return self._forget(job)
+        vanished = sorted(set(range(run.world_size)) - job.gone)
+        if vanished:             # torn down with the job before they could say goodbye
+            error = {**error, "vanished": vanished, **say(
+                "job.vanished", "{before}; the server never heard from {ranks} again: killed without warning "
+                "(SIGKILL, out of memory) or cut off from the server", before=error, ranks=ranks_phrase(vanished),
+            ).body("message")}
+        self.manager.outcome.finish(run, "failed", error)
         self._forget(job)
 
     def _forget(self, job: Job) -> None:
@@ -150,8 +165,11 @@ class ExternalRuns:
             await asyncio.sleep(min(1.0, self.idle_s / 4))
             self.manager.outcome.record_all(run, run.order.overdue())
             quiet = time.monotonic() - run.last_event_at
-            if quiet >= self.idle_s and not run.final:
+            if job.failing_since is not None and time.monotonic() - job.failing_since >= FAILING_GRACE_S:
+                self._end(job)
+            elif quiet >= self.idle_s and not run.final:
                 missing = sorted(set(range(run.world_size)) - job.gone)
-                self.manager.outcome.finish(run, "failed", {"kind": "silent", "message": (
-                    f"the job's ranks {missing} sent nothing for {self.idle_s:g} s and never said goodbye")})
+                self.manager.outcome.finish(run, "failed", run_error("silent", say(
+                    "job.silent", "the job sent nothing for {seconds} s and {ranks} never said goodbye",
+                    seconds=f"{self.idle_s:g}", ranks=ranks_phrase(missing)), ranks=missing))
         self._forget(job)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -135,7 +136,24 @@ def test_a_job_whose_ranks_were_stopped_is_failed_saying_so(client):
     goodbye(client, joined[1], 1, stopped="SIGTERM")
     run = client.get(f"/api/runs/{joined[0]['run']}").json()
     assert run["status"] == "failed" and run["error"]["kind"] == "stopped"
-    assert "ranks [1] were stopped by their launcher (SIGTERM)" in run["error"]["message"]
+    assert run["error"]["message"] == "the launcher stopped rank 1 (SIGTERM) before the end"
+    assert run["error"]["code"] == "job.stopped" and run["error"]["ranks"] == [1]
+
+
+def test_a_rank_killed_without_a_goodbye_is_named_soon_after_the_job_is_torn_down(client, monkeypatch):
+    """torchrun SIGTERMs the others when a rank dies; one killed by SIGKILL never says goodbye."""
+    monkeypatch.setattr("app.external_runs.FAILING_GRACE_S", 0.5)
+    joined = [join(client, rank, world_size=3).json() for rank in range(3)]
+    goodbye(client, joined[0], 0, stopped="SIGTERM")
+    goodbye(client, joined[2], 2, stopped="SIGTERM")
+    url = f"/api/runs/{joined[0]['run']}"
+    deadline = time.monotonic() + 10
+    while client.get(url).json()["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    error = client.get(url).json()["error"]
+    assert error["message"] == ("the launcher stopped ranks 0 and 2 (SIGTERM) before the end; the server never heard "
+                                "from rank 1 again: killed without warning (SIGKILL, out of memory) or cut off from the server")
+    assert (error["code"], error["vanished"], error["params"]["before"]["code"]) == ("job.vanished", [1], "job.stopped")
 
 
 def test_a_web_page_cannot_feed_a_run(client):

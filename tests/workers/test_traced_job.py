@@ -77,7 +77,7 @@ def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp
         rank.kill()
     run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
     assert run["status"] == "failed" and run["error"]["kind"] == "stopped", run
-    assert "ranks [0] were stopped by their launcher (SIGTERM)" in run["error"]["message"]
+    assert run["error"]["message"] == "the launcher stopped rank 0 (SIGTERM) before the end"
 
 
 @pytest.mark.timeout(300)          # the live server's start and a rank: minutes on two loaded cores
