@@ -17,6 +17,7 @@ import { currentLang, t, tText } from "paralab/i18n.js";
 import { api, clock, errorText, showWords } from "paralab/lab.js";
 import { renderMarkdown } from "paralab/markdown.js";
 import { highlightPython } from "paralab/views/python.js";
+import { here } from "paralab/root.js";
 
 const INDENT = "    ";
 const POLL_MS = 400;
@@ -141,7 +142,7 @@ export async function startProblemPage(root) {
     fill(verdict,
       submission.reason ? h("p", { class: "verdict-reason" }, tText(submission.reason)) : null,
       submission.note ? h("p", { class: "verdict-note" }, tText(submission.note)) : null,
-      submission.run ? h("p", { class: "verdict-run" }, h("a", { href: `/playground?run=${encodeURIComponent(submission.run)}`,
+      submission.run ? h("p", { class: "verdict-run" }, h("a", { href: here(`/playground?run=${encodeURIComponent(submission.run)}`),
         target: "_blank", rel: "noopener" }, t("Step through this run"))) : null,
       h("ul", { class: "check-list" }, submission.checks.map(renderCheck)));
   }
