@@ -71,6 +71,8 @@ def test_the_cluster_profile_holds_a_ray_head_a_worker_and_the_server_pointed_at
         assert service["build"]["args"]["PARALAB_EXTRAS"] == "[ray]"   # Ray client: one image, the same Ray
         assert "seccomp=unconfined" in service["security_opt"]           # the judge's bubblewrap on every node
     assert len({server["image"], head["image"], worker["image"]}) == 1
+    for node in (head, worker):             # no paralab server on a Ray node: the image's /healthz check is off
+        assert node["healthcheck"].get("disable") or node["healthcheck"]["test"] == ["NONE"]
     head_command = " ".join(head["command"])
     assert head_command.startswith("ray start --head") and "--block" in head_command
     assert "--ray-client-server-port=10001" in head_command and "--port=6379" in head_command
