@@ -68,6 +68,7 @@ def started(config):
     process.wait(timeout=30)
 
 
+@pytest.mark.slow                    # the package's metadata built, a server of its own
 def test_the_entry_point_describes_a_server_jupyter_server_proxy_can_start(config):
     assert config["command"][:3] == [sys.executable, "-m", "app"]
     assert "{port}" in config["command"] and "127.0.0.1" in config["command"]
@@ -78,6 +79,7 @@ def test_the_entry_point_describes_a_server_jupyter_server_proxy_can_start(confi
     assert "--data-dir" in config["command"]                # the student's runs, in their home
 
 
+@pytest.mark.slow                    # the package's metadata built, a server of its own
 def test_its_index_answers_on_the_port_with_every_link_under_the_path(started):
     page = httpx.get(f"http://127.0.0.1:{started}/").text
     assert f'data-root="{PREFIX}"' in page
@@ -87,6 +89,7 @@ def test_its_index_answers_on_the_port_with_every_link_under_the_path(started):
     assert f'href="{PREFIX}/lessons/collectives"' in page
 
 
+@pytest.mark.slow                    # the package's metadata built, a server of its own
 def test_through_the_prefix_the_page_its_files_and_the_api_answer(started):
     with PrefixProxy(PREFIX, started) as proxy:
         page = httpx.get(proxy.url + "/")
