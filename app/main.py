@@ -22,7 +22,7 @@ from app.hub import Hub
 from app.local_origin import LocalOriginGate
 from app.messages import http_error
 from app.rooms import RoomManager
-from app.root_path import RootPath
+from app.root_path import RootPath, RoutedUnderRootPath
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
 from app.routes import external, i18n as i18n_routes, progress as progress_routes, protocol as protocol_routes
 from app.runs import RunManager
@@ -51,12 +51,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await app.state.rooms.stop()
         await app.state.manager.stop()
 
-    # root_path: the path a proxy serves the pages under (PARALAB_ROOT_PATH); requests arrive without it
-    app = FastAPI(title="paralab", version="1", lifespan=lifespan, root_path=settings.ROOT_PATH,
+    app = FastAPI(title="paralab", version="1", lifespan=lifespan,
                   description="A live visual lab for distributed-training parallelism.")
     app.state.settings = settings
-    if settings.ROOT_PATH:
-        app.add_middleware(RootPath, root_path=settings.ROOT_PATH)      # the innermost: added first
+    if settings.ROOT_PATH:          # served under a path a proxy strips (app/root_path.py): innermost, added first
+        app.add_middleware(RoutedUnderRootPath)
     app.add_exception_handler(RequestValidationError, request_validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     hub = Hub()
@@ -83,6 +82,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # outermost, in both modes: the client's address and scheme (from a trusted proxy only), the body cap
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings))
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
+    if settings.ROOT_PATH:          # … and outermost, added last: every layer knows the path
+        app.add_middleware(RootPath, root_path=settings.ROOT_PATH)
     app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"), context_processors=[root_path])
     app.state.templates.env.globals["languages"] = i18n.switcher
     app.state.templates.env.globals["lesson_names"] = i18n.lesson_names

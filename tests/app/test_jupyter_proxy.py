@@ -47,15 +47,16 @@ def config(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def started(config):
+def started(config, tmp_path_factory):
     """The command started as jupyter-server-proxy starts it: {port} and {base_url} filled in."""
     port = free_port()
     command = [part.format(port=port, base_url=BASE_URL) for part in config["command"]]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=True)
+    log_path = tmp_path_factory.mktemp("paralab-jupyter-log") / "server.log"
+    log = open(log_path, "wb")
+    process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + config["timeout"]
     while True:                          # jupyter-server-proxy's readiness: any HTTP answer on the port
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert process.poll() is None, log_path.read_text()[-2000:]
         try:
             if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
                 break
@@ -66,6 +67,7 @@ def started(config):
     yield port
     os.killpg(process.pid, signal.SIGTERM)
     process.wait(timeout=30)
+    log.close()
 
 
 @pytest.mark.slow                    # the package's metadata built, a server of its own
