@@ -45,7 +45,7 @@ def merged(events_per_rank: list[list | None]) -> list[dict]:
     sites in the learner's file named as the recorded run names it."""
     kept = []
     for rank, events in enumerate(events_per_rank):
-        for event in events if isinstance(events, list) else []:
+        for event in events[:MAX_EVENTS] if isinstance(events, list) else []:     # a forged flood: no more than a rank keeps
             if not isinstance(event, dict) or event.get("rank") != rank or problem(event) is not None:
                 continue
             site = event.get("site")

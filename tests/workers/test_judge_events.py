@@ -22,6 +22,7 @@ def test_the_judge_keeps_what_each_rank_could_have_sent_in_time_order():
     rank0 = [collective(0, 12.0), forged_rank, malformed, with_seq, collective(0, 12.5, "end"), "not an event"]
     rank1 = [collective(1, 12.1), collective(1, 12.45, "end", site="workers/problems/x/harness.py:3")]
     got = merged([rank0, rank1, {"events": "no list"}])
+    assert len(merged([[collective(0, float(i)) for i in range(MAX_EVENTS + 5)]])) == MAX_EVENTS
     assert [(e["rank"], e["phase"]) for e in got] == [(0, "begin"), (1, "begin"), (1, "end"), (0, "end")]
     assert [e["t"] for e in got] == [0.0, 0.1, 0.45, 0.5]                  # from the first event
     assert [e["site"] for e in got] == ["submission.py:7", "submission.py:7",
