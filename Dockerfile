@@ -1,8 +1,10 @@
 # The paralab server as the hosted lab (docker-compose.yml). CPU torch by default; the `gpu` profile
-# builds with TORCH_INDEX=https://download.pytorch.org/whl/cu124 for NCCL.
+# builds with TORCH_INDEX=https://download.pytorch.org/whl/cu124 for NCCL; the `cluster` profile with
+# PARALAB_EXTRAS="[ray]" (the server and its Ray nodes then share this image).
 FROM python:3.11-slim
 
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+ARG PARALAB_EXTRAS=""
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     PARALAB_HOST=0.0.0.0 PARALAB_PORT=8000 PARALAB_DATA_DIR=/data
 
@@ -17,7 +19,7 @@ COPY app ./app
 COPY workers ./workers
 COPY static ./static
 COPY templates ./templates
-RUN pip install --no-cache-dir .  && useradd --create-home --uid 1000 paralab \
+RUN pip install --no-cache-dir ".${PARALAB_EXTRAS}"  && useradd --create-home --uid 1000 paralab \
     && mkdir -p /data && chown paralab /data
 
 USER paralab

@@ -116,7 +116,7 @@ class AuthGate:
             body = json.dumps(message.body()).encode()
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         else:
-            target = "/login?next=" + quote(path + ("?" + scope["query_string"].decode() if scope.get("query_string") else ""), safe="")
+            target = scope.get("root_path", "") + "/login?next=" + quote(path + ("?" + scope["query_string"].decode() if scope.get("query_string") else ""), safe="")
             status, body = 303, b""
             headers = [(b"location", target.encode()), (b"content-length", b"0")]
         await send({"type": "http.response.start", "status": status, "headers": headers})

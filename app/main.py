@@ -22,6 +22,7 @@ from app.hub import Hub
 from app.local_origin import LocalOriginGate
 from app.messages import http_error
 from app.rooms import RoomManager
+from app.root_path import RootPath, RoutedUnderRootPath
 from app.routes import auth as auth_routes, export, lab, lessons, pages, problems, rooms, runs, submissions, ws
 from app.routes import external, i18n as i18n_routes, progress as progress_routes, protocol as protocol_routes
 from app.runs import RunManager
@@ -53,6 +54,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="paralab", version="1", lifespan=lifespan,
                   description="A live visual lab for distributed-training parallelism.")
     app.state.settings = settings
+    if settings.ROOT_PATH:          # served under a path a proxy strips (app/root_path.py): innermost, added first
+        app.add_middleware(RoutedUnderRootPath)
     app.add_exception_handler(RequestValidationError, request_validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     hub = Hub()
@@ -62,7 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.judge_slots = asyncio.Semaphore(settings.JUDGE_CONCURRENCY)
     # the hosted lab: accounts and the fair judge queue (docs/hosted-lab.md); sign-in only with PARALAB_AUTH=on
     app.state.accounts = Accounts(settings.DATA_DIR / "lab.sqlite3")
-    app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots)
+    app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots, runs=app.state.manager.store)
     app.state.signin_limit = SignInLimit(settings.SIGNIN_MAX_FAILURES, settings.SIGNIN_MAX_FAILURES_PER_ADDRESS,
                                          settings.SIGNIN_WINDOW_S)
     if auth.auth_on(settings):
@@ -79,7 +82,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # outermost, in both modes: the client's address and scheme (from a trusted proxy only), the body cap
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted_proxies(settings))
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
-    app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"))
+    if settings.ROOT_PATH:          # … and outermost, added last: every layer knows the path
+        app.add_middleware(RootPath, root_path=settings.ROOT_PATH)
+    app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"), context_processors=[root_path])
     app.state.templates.env.globals["languages"] = i18n.switcher
     app.state.templates.env.globals["lesson_names"] = i18n.lesson_names
     app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
@@ -87,3 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                    external, progress_routes, i18n_routes):
         app.include_router(module.router)
     return app
+
+
+def root_path(request) -> dict:
+    """`root` in every page: the path the browser reaches this server under ("" at a site's root)."""
+    return {"root": request.scope.get("root_path", "")}

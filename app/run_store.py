@@ -101,6 +101,17 @@ class RunStore:
         self._recorded.pop(run_id, None)
         (self._recordings.pop(run_id, None) or Recording(self.runs_dir, run_id)).delete()
 
+    def add_recorded(self, meta: dict, events: list[dict]) -> None:
+        """A run that ended elsewhere (a judged submission's, app/judged_runs.py): written and indexed,
+        read back by `get` as any recorded run."""
+        recording = Recording(self.runs_dir, meta["id"])
+        recording.create(meta)
+        recording.rewrite_events(events)
+        self._recorded[meta["id"]] = meta
+
+    def has(self, run_id: str) -> bool:
+        return run_id in self.runs or run_id in self._recorded
+
     def save(self, run: Run) -> None:
         """The run has ended: its log flushed and its meta saved (and indexed)."""
         recording = self._recording(run.id)

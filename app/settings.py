@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,9 @@ class Settings(BaseSettings):
     RUNS_IN_MEMORY: int = Field(200, ge=1)               # ended runs kept in memory (the rest reload from disk)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
     LOG_LEVEL: str = "info"
+    # behind a proxy that serves the pages under a path and strips it before passing requests on
+    # (jupyter-server-proxy: /user/NAME/paralab); the pages' own links and requests carry it
+    ROOT_PATH: str = ""
     # jobs started outside the server (docs/torchrun.md): `paralab trace -- torchrun …`
     TRACE_TOKEN: str = ""                                 # set: a job's ranks must send it; needed with AUTH=on
     EXTERNAL_IDLE_S: float = Field(600.0, gt=0)           # a job silent this long, without its goodbyes, failed
@@ -53,6 +57,15 @@ class Settings(BaseSettings):
     ALLOWED_HOSTS: str = ""                               # names (besides IPs, localhost) by which a run of one's own code may come
     TRUSTED_PROXIES: str = ""                             # addresses whose X-Forwarded-For/-Proto are believed ("*": any)
     SECURE_COOKIES: Literal["auto", "on", "off"] = "auto"  # auto: Secure when the request came over HTTPS
+
+
+    @field_validator("ROOT_PATH")
+    @classmethod
+    def _a_path(cls, value: str) -> str:
+        value = value.rstrip("/")
+        if not re.fullmatch(r"(/[^/?#\s]+)*", value):
+            raise ValueError(f"the root path must be a path such as /user/ada/paralab (or empty), not {value!r}")
+        return value
 
 
 settings = Settings()

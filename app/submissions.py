@@ -5,6 +5,9 @@ submission in turn and judge it in a thread (the sandbox is a subprocess); a use
 
 Cancelling takes a waiting submission out of the queue; one being judged has its sandbox's whole
 process group killed at once (its `stop` event), which frees its judge slot.
+
+A verdict keeps the run the judge watched: recorded as a run of the submission's owner
+(app/judged_runs.py), to be stepped through from the problem's page.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from app.accounts import Accounts
+from app.judged_runs import judged_run
 from app.messages import say
+from app.run_store import RunStore
 from app.settings import Settings
 
 log = logging.getLogger("paralab.submissions")
@@ -84,8 +89,9 @@ class Judging:
 class Judge:
     """The queue, its workers and the submissions in flight."""
 
-    def __init__(self, settings: Settings, accounts: Accounts, slots: asyncio.Semaphore):
+    def __init__(self, settings: Settings, accounts: Accounts, slots: asyncio.Semaphore, runs: RunStore | None = None):
         self.settings, self.accounts, self.slots = settings, accounts, slots
+        self.runs = runs                           # where each verdict's run is recorded (None: not kept)
         self.queue = FairQueue()
         self.judging: dict[str, Judging] = {}      # submission id → the one being judged now
         self._wake = asyncio.Event()
@@ -156,6 +162,8 @@ class Judge:
                 verdict = await asyncio.to_thread(judge, submission["problem"], submission["code"],
                                                   allow_unsandboxed=self.settings.ALLOW_UNSANDBOXED,
                                                   stop=judging.stop)
+            if not judging.stop.is_set():            # a cancelled submission keeps no run
+                self._keep_run(submission, verdict)
             self.accounts.finish_submission(sid, verdict.status, verdict.checks, verdict.reason,  # not over a cancel
                                             verdict.note)
         except asyncio.CancelledError:
@@ -166,3 +174,14 @@ class Judge:
         finally:
             self.judging.pop(sid, None)
             judging.ended.set()
+
+    def _keep_run(self, submission: dict, verdict) -> None:
+        """Record the run behind a verdict (before the verdict shows, so its link works at once); a
+        submission that never ran (refused before its ranks started) has none."""
+        from workers.problems import PROBLEMS
+        if self.runs is None or not verdict.events:
+            return
+        try:
+            self.runs.add_recorded(*judged_run(submission, verdict, PROBLEMS[submission["problem"]].world_size))
+        except OSError:
+            log.exception("submission %s: its run could not be recorded", submission["id"])

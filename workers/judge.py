@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers import sandbox
+from workers.judge_events import merged
 from workers.judge_hang import hang_report
 from workers.problems import ALLOWED_IMPORTS, PROBLEMS
 from workers.problems.report import MAX_REPORT_BYTES
@@ -33,6 +34,7 @@ class Verdict:
     checks: list[dict] = field(default_factory=list)
     reason: str | None = None
     note: str | None = None                      # e.g. how much of a flood of output was dropped
+    events: list[dict] = field(default_factory=list)   # what the ranks did, in time order: the run to step through
 
     @property
     def exit_code(self) -> int:
@@ -95,6 +97,7 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
     finally:
         _kill(checker)
     verdict.note = outcome.output_note()
+    verdict.events = merged([_events_of(text) for text in map(_text, reports)])
     return verdict
 
 
@@ -230,6 +233,14 @@ def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invali
         if not text:
             return f"rank {rank} ended without reporting (killed?)"
     return None
+
+
+def _events_of(text: str | None) -> list | None:
+    try:
+        events = json.loads(text).get("events") if text else None
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return events if isinstance(events, list) else None
 
 
 def _error_of(text: str | None) -> str | None:

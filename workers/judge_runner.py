@@ -3,7 +3,8 @@
 `python -m workers.judge_runner PROBLEM SUBMISSION CONTROL_FD RANK_FD…` — the fds are pipes the judge
 made outside the sandbox. The runner forks the ranks first; each rank closes every pipe but its own
 and only then loads the learner's module, runs the harness and writes its report (its outputs and
-traced calls, workers/problems/report.py) to its own pipe. The runner itself never loads learner
+traced calls, workers/problems/report.py; with its protocol events, workers/judge_events.py) to its
+own pipe. The runner itself never loads learner
 code: it waits for the ranks and writes how each ended to the control pipe, with the bytes the kernel
 counted on the sandbox's loopback while they ran (their real traffic, which no rank can lower).
 Nothing printed counts.
@@ -38,6 +39,7 @@ import torch.distributed as dist  # noqa: E402
 
 from workers import comm  # noqa: E402
 from workers.lab import Lab  # noqa: E402
+from workers.judge_events import EventKeeper  # noqa: E402
 from workers.problems import PROBLEMS  # noqa: E402
 from workers.problems.report import encode  # noqa: E402
 from workers.tracer import Tracer  # noqa: E402
@@ -109,27 +111,31 @@ def traced(message: dict, line: int | None) -> dict:
     return {**{k: message[k] for k in keep if message.get(k) is not None}, "line": line}
 
 
-def _dump_when_asked(report_fd: int, calls: list[dict], trace: list[dict], reported: threading.Event) -> None:
+def _dump_when_asked(report_fd: int, calls: list[dict], trace: list[dict], kept: EventKeeper,
+                     reported: threading.Event) -> None:
     """A thread of the rank: on the runner's SIGUSR1 (blocked in every other thread), write the
     report of a hung rank — what it traced so far — unless it has reported already, and end the process."""
     signal.sigwait({signal.SIGUSR1})
     if not reported.is_set():
-        _write_all(report_fd, encode({}, calls, trace=list(trace), hung=True))
+        _write_all(report_fd, encode({}, calls, trace=list(trace), hung=True, events=list(kept.events)))
     os._exit(0)
 
 
 def rank_main(problem_id: str, path: str, rank: int, world: int, workdir: str, report_fd: int,
-              progress: Progress) -> None:
+              progress: Progress, start: float) -> None:
+    """`start`: the runner's clock reading before it forked the ranks, the one zero of every rank's `t`."""
     torch.set_num_threads(1)
     calls: list[dict] = []
     trace: list[dict] = []
+    kept = EventKeeper()
     open_calls = 0
     reported = threading.Event()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-    threading.Thread(target=_dump_when_asked, args=(report_fd, calls, trace, reported), daemon=True).start()
+    threading.Thread(target=_dump_when_asked, args=(report_fd, calls, trace, kept, reported), daemon=True).start()
 
     def emit(message: dict) -> None:
         nonlocal open_calls
+        kept.add(message)
         if message.get("kind") not in ("collective", "p2p"):
             return
         begin = message.get("phase") == "begin"
@@ -141,7 +147,6 @@ def rank_main(problem_id: str, path: str, rank: int, world: int, workdir: str, r
         if len(trace) > MAX_TRACE:
             del trace[0]
 
-    start = time.monotonic()
     tracer = Tracer(emit, rank, lambda: time.monotonic() - start)
     stage = "loading"
     try:
@@ -152,10 +157,11 @@ def rank_main(problem_id: str, path: str, rank: int, world: int, workdir: str, r
         harness = importlib.import_module(f"workers.problems.{problem_id}.harness")
         submission = _load(path)
         stage = "running"
-        report = encode(harness.run(Lab(tracer, rank, world, torch.device("cpu")), submission), calls, trace=trace)
+        report = encode(harness.run(Lab(tracer, rank, world, torch.device("cpu")), submission), calls, trace=trace,
+                        events=kept.events)
     except Exception as exc:
         prefix = "your code raised while loading: " if stage == "loading" else ""
-        report = encode({}, calls, error=prefix + learner_trace(exc, path), trace=trace)
+        report = encode({}, calls, error=prefix + learner_trace(exc, path), trace=trace, events=kept.events)
         stage = "raised"
     reported.set()
     _write_all(report_fd, report)
@@ -202,13 +208,14 @@ def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> 
     workdir = tempfile.mkdtemp(prefix="judge-")
     before = loopback_bytes()
     progress = Progress(world)
+    start = time.monotonic()
     pids = {}
     for rank in range(world):
         pid = os.fork()
         if pid == 0:
             for fd in [control_fd, *report_fds[:rank], *report_fds[rank + 1:]]:
                 os.close(fd)
-            rank_main(problem_id, path, rank, world, workdir, report_fds[rank], progress)
+            rank_main(problem_id, path, rank, world, workdir, report_fds[rank], progress, start)
         pids[pid] = rank
     for fd in report_fds:
         os.close(fd)

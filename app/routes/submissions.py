@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
 from app.auth import current_user, may_see
+from app.judged_runs import judged_run_id
 from app.messages import Refusal, say
 from app.submissions import TooMany
 from workers.judge import MAX_CODE_BYTES
@@ -26,6 +27,8 @@ class SubmissionCreate(BaseModel):
 def _public(request: Request, submission: dict, code: bool = False) -> dict:
     out = {k: v for k, v in submission.items() if k != "code" or code}
     out["position"] = request.app.state.judge.position(submission["id"]) if submission["status"] == "queued" else None
+    run_id = judged_run_id(submission["id"])
+    out["run"] = run_id if request.app.state.manager.store.has(run_id) else None   # the judged run, to step through
     return out
 
 

@@ -14,6 +14,7 @@
 
 import { FINAL_STATUSES } from "paralab/store.js";
 import { reconnectingSocket } from "paralab/reconnecting-socket.js";
+import { here, socketUrl } from "paralab/root.js";
 
 /**
  * `onEvent(event)` for each new event, in seq order (or `onEvents(events)` for the recorded ones, in one
@@ -53,7 +54,7 @@ export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => e
   function openSocket() {
     if (closed) return;
     socket = reconnectingSocket({
-      url: () => `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws/runs/${encodeURIComponent(runId)}?since=${last}`,
+      url: () => socketUrl(`/ws/runs/${encodeURIComponent(runId)}?since=${last}`),
       onMessage,
       onState,
       isFinal: (close) => close.code === 4404,   // the server said there is no such run
@@ -107,7 +108,7 @@ export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => e
 /** The run's recorded events after `since`, parsed; none where they cannot be had (the socket then says why). */
 async function recordedEvents(runId, since) {
   try {
-    const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/events?since=${since}`);
+    const response = await fetch(here(`/api/runs/${encodeURIComponent(runId)}/events?since=${since}`));
     if (!response.ok) return [];
     return (await response.text()).split("\n").filter(Boolean).map((line) => JSON.parse(line));
   } catch {

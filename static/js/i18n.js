@@ -19,6 +19,8 @@
  * `translateShell`: a documented fallback for the shell only, by exact keys; views never rely on it.
  */
 
+import { here } from "paralab/root.js";
+
 const KEY = "paralab:lang";
 const readJson = (id) => {
   try {
@@ -54,7 +56,7 @@ async function load(lang) {
   let words = embedded[lang];
   if (!words) {
     try {
-      const response = await fetch(`/api/i18n/${encodeURIComponent(lang)}`);
+      const response = await fetch(here(`/api/i18n/${encodeURIComponent(lang)}`));
       if (!response.ok) return;                        // not loaded: the page stays in the language it has
       words = await response.json();
     } catch {

@@ -4,6 +4,7 @@
 
 import { h, fill } from "paralab/dom.js";
 import { currentLang, t, tMessage } from "paralab/i18n.js";
+import { here } from "paralab/root.js";
 
 /** The messages of a refusal's body: a 422's [{msg, type, params}], or the body ({detail, code, params}),
  *  or the bare status. */
@@ -13,7 +14,7 @@ function detailMessages(body, status) {
 }
 
 export async function api(method, url, body) {
-  const response = await fetch(url, {
+  const response = await fetch(here(url), {
     method, headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
@@ -61,7 +62,7 @@ export function bindSignIn(form, url) {
     try {
       await api("POST", url, body);
       const next = new URLSearchParams(location.search).get("next");
-      location.assign(next && next.startsWith("/") && !next.startsWith("//") ? next : "/problems");
+      location.assign(here(next && next.startsWith("/") && !next.startsWith("//") ? next : "/problems"));
     } catch (error) {
       showError(form, error);
     }
@@ -71,7 +72,7 @@ export function bindSignIn(form, url) {
 export function bindSignOut() {
   document.querySelector('[data-action="sign-out"]')?.addEventListener("click", async () => {
     await api("POST", "/api/auth/logout");
-    location.assign("/login");
+    location.assign(here("/login"));
   });
 }
 
@@ -112,7 +113,7 @@ export function startAdminPage(root) {
       onclick: () => api("POST", `/api/admin/submissions/${s.id}/cancel`).catch(say).then(refresh) }, "Cancel")));
   const classRow = (c) => h("tr", {},
     named(c.name), h("td", {}, h("code", {}, c.code)), h("td", {}, String(c.students)),
-    h("td", {}, h("a", { href: `/api/admin/results.csv?class=${encodeURIComponent(c.name)}`, download: "" }, "CSV")));
+    h("td", {}, h("a", { href: here(`/api/admin/results.csv?class=${encodeURIComponent(c.name)}`), download: "" }, "CSV")));
   const userRow = (u) => h("tr", { "data-user": u.name },
     named(u.name), h("td", {}, t(u.role)), named(u.class || "—"),
     h("td", {}, h("button", { type: "button", "data-action": "reset-password", onclick: () => resetPassword(u.name) }, "Reset password"),

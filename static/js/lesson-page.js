@@ -30,6 +30,7 @@ import { liveStatus, renderFailure, renderRunPill } from "paralab/views/status.j
 import { hangCountdown } from "paralab/views/hang-countdown.js";
 import { markRan } from "paralab/progress.js";
 import { renderStepper } from "paralab/views/stepper.js";
+import { here } from "paralab/root.js";
 
 const page = document.querySelector("[data-lesson]");
 let lessonId = page.dataset.lesson;
@@ -51,7 +52,7 @@ export const store = createStore();
  */
 export const host = {
   name: page.dataset.host || null,
-  fetchLesson: async (id) => (await fetch(`/api/lessons/${encodeURIComponent(id)}?lang=${currentLang()}`)).json(),
+  fetchLesson: async (id) => (await fetch(here(`/api/lessons/${encodeURIComponent(id)}?lang=${currentLang()}`))).json(),
   start: null,                       // (body) → start a run elsewhere; null: POST /api/runs
   cancel: null,                      // (run) → cancel it elsewhere (a room: its socket); null: DELETE /api/runs/{id}
   connect: (run, handlers) => connectRun(run.id, { since: 0, ...handlers }),
@@ -167,7 +168,7 @@ async function startRun(event) {
   if (host.start) return host.start({ lesson: lessonId, world_size, params, step: stepToggle.checked });
   runButton.disabled = true;
   try {
-    const response = await fetch("/api/runs", {
+    const response = await fetch(here("/api/runs"), {
       method: "POST", headers: { "content-type": "application/json" },
       body: JSON.stringify({ lesson: lessonId, world_size, params, step: stepToggle.checked }),
     });
@@ -187,7 +188,7 @@ async function startRun(event) {
 }
 
 async function openRecordedRun(runId, seq) {
-  const response = await fetch(`/api/runs/${encodeURIComponent(runId)}`);
+  const response = await fetch(here(`/api/runs/${encodeURIComponent(runId)}`));
   if (!response.ok) {
     showErrors(form, t("There is no run {run} on this server.", { run: runId }));
     return;
@@ -205,7 +206,7 @@ async function openRecordedRun(runId, seq) {
 cancelButton.addEventListener("click", async () => {
   const run = store.state.run;
   if (run && host.cancel) return host.cancel(run);   // a room's run obeys its presenter's socket only
-  if (run) await fetch(`/api/runs/${encodeURIComponent(run.id)}`, { method: "DELETE" });
+  if (run) await fetch(here(`/api/runs/${encodeURIComponent(run.id)}`), { method: "DELETE" });
 });
 
 // ---- start -------------------------------------------------------------------------------------------
@@ -267,7 +268,7 @@ async function main() {
   await useLesson(lessonId, { values: { world_size: wanted.worldSize, params: wanted.params } });
   if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq);
   else {
-    fetch("/api/runs?limit=50").then((r) => (r.ok ? r.json() : [])).then((runs) => {
+    fetch(here("/api/runs?limit=50")).then((r) => (r.ok ? r.json() : [])).then((runs) => {
       if (!store.state.run) renderRecentRuns($("#recent-runs"), runs, lessonId);
     }).catch(() => {});
   }

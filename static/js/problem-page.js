@@ -4,7 +4,8 @@
  * and the values that differ (index, got, expected) or the communication expected and performed.
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
  * in localStorage per problem. Submissions go through the fair queue; while one waits, its position shows,
- * and Cancel takes it out of the queue or stops its judging.
+ * and Cancel takes it out of the queue or stops its judging. A verdict links to the run the judge
+ * watched, recorded as the submission owner's run: the playground's page steps through it in replay.
  * The page's words are in the interface's language and drawn again when it changes. The problem's own
  * words — its title, statement, function docs, the checks' names and details — come in the languages
  * the problem has (statement.<lang>.md, texts.<lang>.json); where it lacks the current one they stay
@@ -16,6 +17,7 @@ import { currentLang, t, tText } from "paralab/i18n.js";
 import { api, clock, errorText, showWords } from "paralab/lab.js";
 import { renderMarkdown } from "paralab/markdown.js";
 import { highlightPython } from "paralab/views/python.js";
+import { here } from "paralab/root.js";
 
 const INDENT = "    ";
 const POLL_MS = 400;
@@ -140,6 +142,8 @@ export async function startProblemPage(root) {
     fill(verdict,
       submission.reason ? h("p", { class: "verdict-reason" }, tText(submission.reason)) : null,
       submission.note ? h("p", { class: "verdict-note" }, tText(submission.note)) : null,
+      submission.run ? h("p", { class: "verdict-run" }, h("a", { href: here(`/playground?run=${encodeURIComponent(submission.run)}`),
+        target: "_blank", rel: "noopener" }, t("Step through this run"))) : null,
       h("ul", { class: "check-list" }, submission.checks.map(renderCheck)));
   }
 

@@ -11,6 +11,7 @@
  */
 
 import { t } from "paralab/i18n.js";
+import { here } from "paralab/root.js";
 
 const KEY = "paralab:progress";
 
@@ -37,7 +38,7 @@ function merged(a = EMPTY, b = EMPTY) {
 }
 
 async function sendProgress(lessons) {
-  const response = await fetch("/api/progress", {
+  const response = await fetch(here("/api/progress"), {
     method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ lessons }),
   });
   return response.ok ? (await response.json()).lessons : null;
@@ -49,7 +50,7 @@ let synced = null;     // the promise of the first merge with the account: true 
 export function syncProgress() {
   synced ??= (async () => {
     try {
-      const response = await fetch("/api/progress");
+      const response = await fetch(here("/api/progress"));
       if (!response.ok) return false;
       const account = (await response.json()).lessons;
       const local = load();

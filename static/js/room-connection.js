@@ -8,6 +8,7 @@
  */
 
 import { reconnectingSocket } from "paralab/reconnecting-socket.js";
+import { socketUrl } from "paralab/root.js";
 
 /**
  * `resume()` → {run, since}: what the page holds, asked at each (re)connection.
@@ -18,7 +19,6 @@ export function connectRoom(code, { secret = null, resume = () => ({}), onMessag
   let refusal = null;
 
   function url() {
-    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const query = new URLSearchParams();
     if (secret) query.set("secret", secret);
     const { run, since } = resume();
@@ -28,7 +28,7 @@ export function connectRoom(code, { secret = null, resume = () => ({}), onMessag
     }
     const q = query.toString();
     refusal = null;
-    return `${scheme}//${location.host}/ws/rooms/${encodeURIComponent(code)}${q ? `?${q}` : ""}`;
+    return socketUrl(`/ws/rooms/${encodeURIComponent(code)}${q ? `?${q}` : ""}`);
   }
 
   return reconnectingSocket({

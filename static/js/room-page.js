@@ -19,6 +19,7 @@ import { typing } from "paralab/controls/keyboard.js";
 import { t, tMessage, tPlural, tText } from "paralab/i18n.js";
 import { toggleBlank } from "paralab/chrome.js";
 import { focusedPanel, panelName, panelNamed, setFocus } from "paralab/controls/focus.js";
+import { here } from "paralab/root.js";
 
 const $ = (selector) => document.querySelector(selector);
 const page = $("[data-lesson]");
@@ -167,7 +168,7 @@ function learnRun() {
 async function loadRunInfo(id) {
   for (let attempt = 0; room.run === id && !room.runInfo; attempt++) {
     try {
-      const response = await fetch(`/api/runs/${encodeURIComponent(id)}`);
+      const response = await fetch(here(`/api/runs/${encodeURIComponent(id)}`));
       if (response.ok) {
         const info = await response.json();
         if (room.run === id && !room.runInfo) {
@@ -345,7 +346,7 @@ async function showEarlier(show = earlier.hidden) {
   showCard(false);
   let runs = [];
   try {
-    const response = await fetch("/api/runs?limit=50");
+    const response = await fetch(here("/api/runs?limit=50"));
     if (response.ok) runs = await response.json();
   } catch { /* none to offer */ }
   const list = $("#room-earlier-list");
@@ -496,7 +497,7 @@ function renderBar() {
   const own = $("#own-page");
   const shown = store.state.run;
   own.hidden = !shown || role !== "follower";
-  if (shown) own.href = `/lessons/${encodeURIComponent(shown.lesson)}?run=${encodeURIComponent(shown.id)}&seq=${cursorSeq() || 1}`;
+  if (shown) own.href = here(`/lessons/${encodeURIComponent(shown.lesson)}?run=${encodeURIComponent(shown.id)}&seq=${cursorSeq() || 1}`);
   document.body.classList.toggle("room-refused", Boolean(refused));
   // The code and the QR, large, while the presenter has not started a run.
   if (role === "presenter" && !room.run && !cardDismissed && connState === "open") showCard(true);
@@ -532,7 +533,7 @@ $('[data-action="room-earlier-close"]').addEventListener("click", () => {
 $('[data-action="detach"]').addEventListener("click", detach);
 $('[data-action="rejoin"]').addEventListener("click", rejoin);
 $('[data-action="copy-presenter-link"]').addEventListener("click", async (event) => {
-  const link = `${location.origin}/rooms/${code}#secret=${encodeURIComponent(secret || "")}`;
+  const link = `${location.origin}${here(`/rooms/${code}`)}#secret=${encodeURIComponent(secret || "")}`;
   const button = event.currentTarget;
   try {
     await navigator.clipboard.writeText(link);

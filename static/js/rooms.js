@@ -7,6 +7,7 @@
  */
 
 import { t, tMessage, tText } from "paralab/i18n.js";
+import { here } from "paralab/root.js";
 
 export const CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
@@ -49,7 +50,7 @@ async function refusal(response) {
  * starts from (the lesson page passes its own).
  */
 export async function presentRoom({ lesson = null, worldSize = null, params = {} } = {}) {
-  const response = await fetch("/api/rooms", { method: "POST" });
+  const response = await fetch(here("/api/rooms"), { method: "POST" });
   if (!response.ok) throw new Error(await refusal(response));
   const { code, secret } = await response.json();
   saveSecret(code, secret);
@@ -57,14 +58,14 @@ export async function presentRoom({ lesson = null, worldSize = null, params = {}
   if (lesson) fragment.set("lesson", lesson);
   if (worldSize) fragment.set("world_size", String(worldSize));
   for (const [k, v] of Object.entries(params)) fragment.set(k, String(v));
-  location.assign(`/rooms/${code}#${fragment}`);
+  location.assign(here(`/rooms/${code}#${fragment}`));
 }
 
 /** Whether room `code` exists: null if it does, else the refusal in words. */
 export async function checkRoom(code) {
   if (!code) return t("Type the room code from the projector.");
   if (!/^[A-Z0-9]+$/.test(code)) return t("No room {code}: unknown or expired code", { code });
-  const response = await fetch(`/api/rooms/${encodeURIComponent(code)}`);
+  const response = await fetch(here(`/api/rooms/${encodeURIComponent(code)}`));
   if (response.status === 404) return t("No room {code}: unknown or expired code", { code: displayCode(code) });
   if (!response.ok) return await refusal(response);
   return null;
@@ -87,7 +88,7 @@ export function bindJoinForm(form) {
       input.focus();
       return;
     }
-    location.assign(`/rooms/${code}`);
+    location.assign(here(`/rooms/${code}`));
   });
 }
 

@@ -1,6 +1,7 @@
 """docker-compose.yml validates (`docker-compose config -q`), refuses to start without its secrets,
 and holds what the hosted lab needs: auth on, the data volume, a health check, the sandbox's security
-options, a GPU profile with NCCL and reserved NVIDIA devices. Skipped where docker-compose is missing
+options, a GPU profile with NCCL and reserved NVIDIA devices, a cluster profile with a Ray head and worker
+and the server pointed at the head. Skipped where docker-compose is missing
 (the Makefile's `browser` target installs Debian's package, so CI has it)."""
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def compose(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def test_the_compose_file_validates():
     done = compose("config", "-q", env=SECRETS)
     assert done.returncode == 0, done.stderr
-    done = compose("--profile", "gpu", "config", "-q", env=SECRETS)
-    assert done.returncode == 0, done.stderr
+    for profile in ("gpu", "cluster"):
+        done = compose("--profile", profile, "config", "-q", env=SECRETS)
+        assert done.returncode == 0, (profile, done.stderr)
 
 
 def test_it_refuses_to_start_without_the_secrets():
@@ -55,3 +57,32 @@ def test_the_services_hold_the_hosted_lab():
     devices = gpu["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
     assert "paralab-data" in config["volumes"]
+
+
+def test_the_cluster_profile_holds_a_ray_head_a_worker_and_the_server_pointed_at_the_head():
+    yaml = pytest.importorskip("yaml")
+
+    done = compose("--profile", "cluster", "config", env=SECRETS)
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    server, head, worker = services["paralab-cluster"], services["ray-head"], services["ray-worker"]
+    for service in (server, head, worker):
+        assert service["profiles"] == ["cluster"]
+        assert service["build"]["args"]["PARALAB_EXTRAS"] == "[ray]"   # Ray client: one image, the same Ray
+        assert "seccomp=unconfined" in service["security_opt"]           # the judge's bubblewrap on every node
+    assert len({server["image"], head["image"], worker["image"]}) == 1
+    for node in (head, worker):             # no paralab server on a Ray node: the image's /healthz check is off
+        assert node["healthcheck"].get("disable") or node["healthcheck"]["test"] == ["NONE"]
+    head_command = " ".join(head["command"])
+    assert head_command.startswith("ray start --head") and "--block" in head_command
+    assert "--ray-client-server-port=10001" in head_command and "--port=6379" in head_command
+    worker_command = " ".join(worker["command"])
+    assert worker_command.startswith("ray start") and "--address=ray-head:6379" in worker_command
+    assert "ray-head" in worker["depends_on"] and "ray-head" in server["depends_on"]
+    assert server["environment"]["PARALAB_CLUSTER"] == "ray://ray-head:10001"
+    assert server["environment"]["PARALAB_AUTH"] == "on" and "/healthz" in " ".join(server["healthcheck"]["test"])
+
+
+def test_the_dockerfile_installs_the_extras_it_is_given():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert 'ARG PARALAB_EXTRAS=""' in dockerfile and 'pip install --no-cache-dir ".${PARALAB_EXTRAS}"' in dockerfile

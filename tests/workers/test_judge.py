@@ -266,7 +266,8 @@ def test_a_report_is_data_and_anything_else_is_refused_saying_why(report, why):
 def test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and_lines():
     """A ring whose last rank skips its send/recv: ranks 0–2 block in send; the judge stops them
     within seconds (not gloo's 30 s) and says who waits in which call at which line of the learner's
-    file, and that rank 3 finished; the traffic of calls that never completed is not held against it."""
+    file, and that rank 3 finished; the traffic of calls that never completed is not held against it;
+    the events kept for the judged run end inside the send each hung rank sat in."""
     code = (REPO / "tests/problems/deadlock_ring.py").read_text()
     send_line = next(n for n, line in enumerate(code.splitlines(), 1) if "dist.send(" in line)
     verdict = judge("ring_allreduce", code)
@@ -278,6 +279,10 @@ def test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and
     assert ranks[3].startswith("rank 3: finished its program")
     traffic = next(c for c in verdict.checks if c["name"] == "traffic")
     assert traffic["passed"] and "hung inside calls" in traffic["detail"]
+    # the run kept to step through ends, for each hung rank, inside the send it sat in: begun, never ended
+    for rank in (0, 1, 2):
+        last = [e for e in verdict.events if e["rank"] == rank and e["kind"] == "p2p"][-1]
+        assert (last["op"], last["phase"], last["peer"], last["site"]) == ("send", "begin", rank + 1, f"submission.py:{send_line}")
 
 
 def test_the_rank_that_raised_is_named_not_the_peers_that_lost_their_connection_to_it():

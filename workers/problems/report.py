@@ -37,10 +37,11 @@ class Report:
 
 
 def encode(outputs: dict, calls: list[dict], error: str | None = None, trace: list[dict] | None = None,
-           hung: bool = False) -> bytes:
+           hung: bool = False, events: list[dict] | None = None) -> bytes:
     """The report of one rank (tensors become shape, dtype and values). `trace` (each call begun and
     ended, with the learner's line) and `hung` (written when the runner found the rank stuck) serve
-    the hang report only: no check reads them."""
+    the hang report only, `events` (the rank's protocol events) the judged run's recording
+    (workers/judge_events.py): no check reads them."""
     import torch
 
     def value(v):
@@ -60,6 +61,8 @@ def encode(outputs: dict, calls: list[dict], error: str | None = None, trace: li
         body["trace"] = trace
     if hung:
         body["hung"] = True
+    if events is not None:
+        body["events"] = events
     return json.dumps(body).encode()
 
 

@@ -6,13 +6,14 @@
 
 import { t } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
+import { here } from "paralab/root.js";
 
 const fullTensors = new Map();   // "run/tid" → Promise of {shape, values}
 
 function fetchFull(runId, tensorId) {
   const key = `${runId}/${tensorId}`;
   if (!fullTensors.has(key)) {
-    fullTensors.set(key, fetch(`/api/runs/${encodeURIComponent(runId)}/tensors/${encodeURIComponent(tensorId)}`)
+    fullTensors.set(key, fetch(here(`/api/runs/${encodeURIComponent(runId)}/tensors/${encodeURIComponent(tensorId)}`))
       .then((r) => (r.ok ? r.json() : null)).catch(() => null));
   }
   return fullTensors.get(key);

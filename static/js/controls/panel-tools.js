@@ -10,6 +10,7 @@ import { t } from "paralab/i18n.js";
 import { download, picturePng, pictureSvg } from "paralab/controls/picture-export.js";
 import { bindFocusKeys, focusButton } from "paralab/controls/focus.js";
 import { TABLES } from "paralab/views/tables.js";
+import { here } from "paralab/root.js";
 
 const SHOWN_KEY = "paralab:tables";
 
@@ -89,7 +90,7 @@ export function bindPanelTools(store, { root = document, exportRun = true } = {}
     const run = store.state.run;
     link.hidden = !run;
     if (run) {
-      link.href = `/api/runs/${encodeURIComponent(run.id)}/export.html`;
+      link.href = here(`/api/runs/${encodeURIComponent(run.id)}/export.html`);
       link.setAttribute("download", `paralab-${run.lesson}-${run.id}.html`);
     }
   };
