@@ -46,8 +46,19 @@ Number = Union[float, str]   # a float, or "inf"/"nan" spelled out where JSON ha
 Json = Any
 
 
+class Base64(str):
+    """A string known to hold base64 only (a tensor blob's `data`): it needs no escaping in JSON, so
+    `encode` writes it without scanning it (json.dumps spends a millisecond on a 64 Ki-value blob)."""
+
+    __slots__ = ()
+
+
 def encode(message: dict) -> bytes:
     """One message as a JSON line, compact."""
+    data = message.get("data")
+    if type(data) is Base64 and "blob" in message:
+        rest = json.dumps({k: v for k, v in message.items() if k != "data"}, separators=(",", ":"), allow_nan=True)
+        return b"".join((rest[:-1].encode(), b',"data":"', data.encode("ascii"), b'"}\n'))
     return json.dumps(message, separators=(",", ":"), allow_nan=True).encode() + b"\n"
 
 

@@ -133,3 +133,31 @@ def test_blob_of_a_non_contiguous_tensor_is_row_major():
 def test_preview_size_does_not_grow_with_the_tensor(shape):
     p = previews.preview(torch.randn(shape), "a rather long tensor name", None)
     assert len(encode(p)) < MAX_EVENT_BYTES
+
+
+@pytest.mark.parametrize("magnitude", [1e-14, 3e-7, 1e-3, 0.5, 1.0, 37.0, 1e4, 6e6, 2e11, 9e14])
+def test_grid_values_are_those_of_4_significant_digits(magnitude):
+    """The grid is rounded for the whole tensor at once: each value the same float as
+    float(f"{v:.4g}"), so JSON writes it short ("0.1235", not "0.12350000000000001")."""
+    t = torch.randn(32, 32) * magnitude
+    t[0, 0], t[0, 1] = 0.0, -0.0
+    shown = previews.preview(t, "x", None)["preview"]
+    assert shown == [[float(f"{v:.4g}") for v in row] for row in t.tolist()]
+    if magnitude < 1e6:                           # below 9e7: 11 characters at most (the tracer counts on it)
+        assert all(len(json.dumps(v)) <= 11 for row in shown for v in row)
+
+
+def test_grid_keeps_exact_halves_rounded_to_even_as_text_formatting_does():
+    t = torch.full((16, 16), 1.0625)              # 1.0625 is exact in binary: a true tie at 4 digits
+    t[0, 0] = -2.03125
+    shown = previews.preview(t, "x", None)["preview"]
+    assert shown[0][0] == float(f"{-2.03125:.4g}") and shown[1][1] == float(f"{1.0625:.4g}") == 1.062
+
+
+def test_blob_encodes_to_the_same_json_as_a_plain_dict():
+    """A blob's base64 is written without scanning it: the line is the one json.dumps would write."""
+    b = previews.blob(torch.randn(300, 7), "r0t5")
+    line = encode(b)
+    assert line.endswith(b"\n")
+    assert json.loads(line) == {**b, "data": str(b["data"])}
+    assert line == (json.dumps({**b, "data": str(b["data"])}, separators=(",", ":")) + "\n").encode()
