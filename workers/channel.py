@@ -3,10 +3,16 @@ control messages for the step-mode gate (`workers/gate.py`) come down.
 
 A socket rather than a pipe so that ranks on other hosts (started by torchrun) can later report to
 the same server with the run's token.
+
+Messages are encoded and written by the channel's own thread, in the order they were sent: a traced
+call hands its events over and goes on (encoding a 32×32 preview and writing a 350 KB blob cost more
+than many a collective), and that thread does the work while the rank waits in its next collective.
+`close()` writes everything still queued before it closes the socket.
 """
 
 from __future__ import annotations
 
+import queue
 import select
 import socket
 import threading
@@ -28,6 +34,11 @@ class EventChannel:
         self._lock = threading.Lock()
         self._last_t = float("-inf")
         self._inbox = b""
+        self._outbox: queue.SimpleQueue[dict | threading.Event | None] = queue.SimpleQueue()
+        self._failure: OSError | None = None   # why the writer stopped: every later send raises it
+        self._unsent: Exception | None = None   # a message the writer could not encode: the next send raises it
+        self._writer = threading.Thread(target=self._write_all, name="paralab-channel", daemon=True)
+        self._writer.start()
         self.send({"hello": run_id, "token": token, "rank": rank})
 
     def receive(self, timeout: float | None = None) -> dict | None:
@@ -45,8 +56,37 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
+        """Queue one message (a shallow copy: the caller may change the dict afterwards). Raises
+        what an earlier message met in the writer: the connection gone (every send from then on),
+        or a message that could not be encoded (once)."""
+        failure, self._unsent = self._unsent, None
+        if self._failure is not None or failure is not None:
+            raise self._failure or failure
         with self._lock:
-            self._sock.sendall(encode(self._in_order(message)))
+            self._outbox.put(dict(self._in_order(message)))
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every message sent so far is written (False: not within `timeout_s`)."""
+        written = threading.Event()
+        self._outbox.put(written)
+        return written.wait(timeout_s)
+
+    def _write_all(self) -> None:
+        while (message := self._outbox.get()) is not None:
+            if isinstance(message, threading.Event):   # a flush: everything before it is written
+                message.set()
+                continue
+            if self._failure is not None:
+                continue   # the connection is gone: drain, so close() does not wait
+            try:
+                data = encode(message)
+            except (TypeError, ValueError) as exc:   # a value JSON cannot hold: skip it, tell the next send
+                self._unsent = exc
+                continue
+            try:
+                self._sock.sendall(data)
+            except OSError as exc:
+                self._failure = exc
 
     def _in_order(self, event: dict) -> dict:
         """An event is never earlier than the last one this rank reported. A call that ends in the
@@ -61,7 +101,10 @@ class EventChannel:
         self._last_t = event["t"]
         return event
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Write what is queued (for at most `timeout_s`), then close."""
+        self._outbox.put(None)
+        self._writer.join(timeout_s)
         with self._lock:
             try:
                 self._sock.shutdown(socket.SHUT_WR)

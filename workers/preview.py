@@ -6,14 +6,13 @@ A preview never grows with the tensor, so every event stays under 16 KiB. The fu
 
 from __future__ import annotations
 
-import base64
 import math
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from workers.protocol import MAX_BLOB_ELEMENTS, PREVIEW_SIDE, Base64
+from workers.protocol import MAX_BLOB_ELEMENTS, PREVIEW_SIDE, BlobValues
 
 
 def as_grid(tensor: torch.Tensor) -> torch.Tensor:
@@ -65,12 +64,13 @@ def _rounded_each(values: torch.Tensor) -> list:
     return [[float(f"{v:.4g}") if math.isfinite(v) else str(v) for v in row] for row in values.tolist()]
 
 
-def _stats(values: torch.Tensor) -> dict:
-    """min, max, mean and abs_max of every value, in two passes over the tensor (abs_max from the
-    extremes)."""
+def _stats(values: torch.Tensor, blocks: torch.Tensor | None) -> dict:
+    """min, max, mean and abs_max of every value, in one pass over the tensor (abs_max from the
+    extremes; the mean from `blocks`, the means of equal blocks, when given)."""
     low, high = (float(v) for v in torch.aminmax(values))
     abs_max = math.nan if math.isnan(low) or math.isnan(high) else max(-low, high)
-    stats = {"min": low, "max": high, "mean": float(values.mean()), "abs_max": abs_max}
+    mean = float((values if blocks is None else blocks).mean(dtype=torch.float64))
+    stats = {"min": low, "max": high, "mean": mean, "abs_max": abs_max}
     return {k: (v if math.isfinite(v) else str(v)) for k, v in stats.items()}
 
 
@@ -78,8 +78,14 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
     """The protocol's tensor preview: name, shape, dtype, stats, a small grid and the blob id."""
     values = tensor.detach().float().cpu()
     numel = values.numel()
-    stats = _stats(values) if numel else {"min": 0.0, "max": 0.0, "mean": 0.0, "abs_max": 0.0}
-    grid = downsample(as_grid(values), side) if numel else values.reshape(0, 0)
+    if numel:
+        whole = as_grid(values)
+        grid = downsample(whole, side)
+        equal_blocks = whole.shape[0] % grid.shape[0] == 0 and whole.shape[1] % grid.shape[1] == 0
+        stats = _stats(values, grid if equal_blocks else None)
+    else:
+        grid = values.reshape(0, 0)
+        stats = {"min": 0.0, "max": 0.0, "mean": 0.0, "abs_max": 0.0}
     return {
         "name": name,
         "shape": list(tensor.shape),
@@ -92,8 +98,8 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
 
 
 def blob(tensor: torch.Tensor, tensor_id: str) -> dict | None:
-    """The full tensor as float32 bytes, or None when it is too large to keep. The bytes are
-    base64-encoded straight from the tensor's memory (no copy when it is float32 already)."""
+    """The full tensor, or None when it is too large to keep: its values copied now as float32 bytes
+    (`BlobValues`), which `workers.protocol.encode` writes as base64."""
     if tensor.numel() > MAX_BLOB_ELEMENTS:
         return None
     values = tensor.detach().float().cpu().contiguous().numpy()
@@ -103,5 +109,5 @@ def blob(tensor: torch.Tensor, tensor_id: str) -> dict | None:
         "blob": tensor_id,
         "shape": list(tensor.shape),
         "dtype": str(tensor.dtype).removeprefix("torch."),
-        "data": Base64(base64.b64encode(memoryview(values.reshape(-1)).cast("B")).decode("ascii")),
+        "data": BlobValues(values.tobytes()),
     }
