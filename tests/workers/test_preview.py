@@ -168,3 +168,12 @@ def test_blob_values_are_copied_at_the_call_and_written_as_the_base64_json_would
     line = encode(b)
     text = base64.b64encode(kept.numpy().astype("<f4").tobytes()).decode()
     assert line == (json.dumps({**b, "data": text}, separators=(",", ":")) + "\n").encode()
+
+
+@pytest.mark.parametrize("shape", [(64, 256), (1, 65792), (512, 512), (256, 64), (33, 3), (100, 70), (32, 4096)])
+def test_a_grid_is_the_mean_of_each_block_whichever_way_it_is_taken(shape):
+    """Equal blocks are averaged by a cheaper op than the adaptive pool: the same means."""
+    t = torch.randn(shape)
+    out = (min(shape[0], PREVIEW_SIDE), min(shape[1], PREVIEW_SIDE))
+    expected = torch.nn.functional.adaptive_avg_pool2d(t[None, None], out)[0, 0]
+    assert torch.allclose(previews.downsample(t, PREVIEW_SIDE), expected, rtol=1e-5, atol=1e-6)
