@@ -37,7 +37,7 @@ while conn.recv(1 << 20):
 
 
 def _reader_channel(rank: int):
-    """A rank's own channel (workers/channel.py: its writer thread encodes and sends), connected to
+    """A rank's own channel (workers/channel.py: events written at once, blobs by its thread), connected to
     another process that reads and drops what comes, as the server reads a rank's events."""
     from workers.channel import EventChannel
     reader = subprocess.Popen([sys.executable, "-c", _READER], stdout=subprocess.PIPE, text=True)

@@ -4,10 +4,13 @@ control messages for the step-mode gate (`workers/gate.py`) come down.
 A socket rather than a pipe so that ranks on other hosts (started by torchrun) can later report to
 the same server with the run's token.
 
-Messages are encoded and written by the channel's own thread, in the order they were sent: a traced
-call hands its events over and goes on (encoding a 32×32 preview and writing a 350 KB blob cost more
-than many a collective), and that thread does the work while the rank waits in its next collective.
-`close()` writes everything still queued before it closes the socket.
+Events are written at once, in the order sent: when a rank dies the next instant (`os._exit`, a
+segfault), what it said before is on its way. Tensor blobs — base64 and a JSON line of up to 350 KB
+each, more than many a collective costs — are encoded and written by the channel's own thread while
+the rank goes on (the blob's values were copied at the call); nothing orders them against events
+(the server stores them apart, the page asks for one by id), and `close()` writes those still
+queued before it closes the socket. A blob not written when a rank dies is lost: a hover over that
+tensor's block-averaged grid then shows the block's mean.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ class EventChannel:
         self._lock = threading.Lock()
         self._last_t = float("-inf")
         self._inbox = b""
-        self._outbox: queue.SimpleQueue[dict | threading.Event | None] = queue.SimpleQueue()
-        self._failure: OSError | None = None   # why the writer stopped: every later send raises it
-        self._unsent: Exception | None = None   # a message the writer could not encode: the next send raises it
+        self._writing = threading.Lock()        # one message's bytes at a time on the socket
+        self._outbox: queue.SimpleQueue[dict | threading.Event | None] = queue.SimpleQueue()   # blobs
+        self._failure: OSError | None = None    # why the blob writer stopped: every later send raises it
         self._writer = threading.Thread(target=self._write_all, name="paralab-channel", daemon=True)
         self._writer.start()
         self.send({"hello": run_id, "token": token, "rank": rank})
@@ -56,17 +59,20 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
-        """Queue one message (a shallow copy: the caller may change the dict afterwards). Raises
-        what an earlier message met in the writer: the connection gone (every send from then on),
-        or a message that could not be encoded (once)."""
-        failure, self._unsent = self._unsent, None
-        if self._failure is not None or failure is not None:
-            raise self._failure or failure
+        """Write one event now, or queue one tensor blob for the channel's thread. Raises what the
+        connection met, here or in that thread (every send from then on)."""
+        if self._failure is not None:
+            raise self._failure
+        if "blob" in message:
+            self._outbox.put(message)
+            return
         with self._lock:
-            self._outbox.put(dict(self._in_order(message)))
+            data = encode(self._in_order(message))
+            with self._writing:
+                self._sock.sendall(data)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
-        """Wait until every message sent so far is written (False: not within `timeout_s`)."""
+        """Wait until every blob sent so far is written (False: not within `timeout_s`)."""
         written = threading.Event()
         self._outbox.put(written)
         return written.wait(timeout_s)
@@ -80,11 +86,11 @@ class EventChannel:
                 continue   # the connection is gone: drain, so close() does not wait
             try:
                 data = encode(message)
-            except (TypeError, ValueError) as exc:   # a value JSON cannot hold: skip it, tell the next send
-                self._unsent = exc
+            except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
                 continue
             try:
-                self._sock.sendall(data)
+                with self._writing:
+                    self._sock.sendall(data)
             except OSError as exc:
                 self._failure = exc
 
@@ -102,7 +108,7 @@ class EventChannel:
         return event
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Write what is queued (for at most `timeout_s`), then close."""
+        """Write the blobs still queued (for at most `timeout_s`), then close."""
         self._outbox.put(None)
         self._writer.join(timeout_s)
         with self._lock:

@@ -1,4 +1,4 @@
-"""A rank's channel: messages are written by its own thread, in the order sent, all of them by close()."""
+"""A rank's channel: events written at once, in order; tensor blobs by its own thread, all of them by close()."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import base64
 import json
 import socket
 import threading
+import time
 
 import pytest
 import torch
@@ -44,17 +45,30 @@ def listener():
     return Listener()
 
 
-def test_every_message_arrives_in_order_once_closed(listener):
+def test_events_go_at_once_in_order_and_blobs_all_arrive_by_close(listener):
     channel = EventChannel(listener.address, "run1", "token", 0)
-    blob = previews.blob(torch.randn(64, 1024), "r0t0")           # 350 KB of base64
-    channel.send(blob)
+    blobs = [previews.blob(torch.randn(64, 1024), f"r0t{i}") for i in range(5)]   # 350 KB of base64 each
     for i in range(300):
+        if i % 60 == 0:
+            channel.send(blobs[i // 60])
         channel.send({"kind": "log", "rank": 0, "t": float(i), "message": f"line {i}"})
     channel.close()
-    hello, got_blob, *logs = listener.until_closed()
+    hello, *rest = listener.until_closed()
     assert hello == {"hello": "run1", "token": "token", "rank": 0}
-    assert base64.b64decode(got_blob["data"]) == bytes(blob["data"])
-    assert [m["message"] for m in logs] == [f"line {i}" for i in range(300)]
+    assert [m["message"] for m in rest if "blob" not in m] == [f"line {i}" for i in range(300)]
+    got = {m["blob"]: base64.b64decode(m["data"]) for m in rest if "blob" in m}
+    assert got == {b["blob"]: bytes(b["data"]) for b in blobs}
+
+
+def test_an_event_is_written_before_send_returns(listener):
+    """A rank that dies right after a call (os._exit, a segfault) has said what it did."""
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": "the last words"})
+    deadline = time.monotonic() + 10
+    while len(listener.lines) < 2 and time.monotonic() < deadline:   # read by the other side, not flushed
+        time.sleep(0.01)
+    assert listener.lines[1]["message"] == "the last words"
+    channel.close()
 
 
 def test_a_message_changed_after_it_is_sent_goes_as_it_was(listener):
@@ -66,22 +80,20 @@ def test_a_message_changed_after_it_is_sent_goes_as_it_was(listener):
     assert listener.until_closed()[1]["peer"] is None
 
 
-def test_flush_waits_until_what_was_sent_is_written(listener):
+def test_flush_waits_until_the_blobs_sent_are_written(listener):
     channel = EventChannel(listener.address, "run1", "token", 1)
-    for i in range(50):
-        channel.send({"kind": "log", "rank": 1, "t": 0.0, "message": "x" * 10_000})
+    for i in range(20):
+        channel.send(previews.blob(torch.randn(128, 512), f"r1t{i}"))
     assert channel.flush()
-    listener.connection.shutdown(socket.SHUT_WR)   # nothing for receive(); the writes are what we read
+    assert channel._outbox.empty()
     channel.close()
-    assert len(listener.until_closed()) == 51
+    assert len(listener.until_closed()) == 21
 
 
-def test_a_message_json_cannot_hold_is_said_at_the_next_send_and_the_rest_still_goes(listener):
+def test_a_message_json_cannot_hold_raises_and_the_rest_still_goes(listener):
     channel = EventChannel(listener.address, "run1", "token", 0)
-    channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": object()})
-    channel.flush()
     with pytest.raises(TypeError, match="not JSON serializable"):
-        channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": "after"})
+        channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": object()})
     channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": "still"})
     channel.close()
     assert [m.get("message") for m in listener.until_closed()] == [None, "still"]
