@@ -3,12 +3,12 @@ step (`parallelize_module`, Colwise then Rowwise), on real gloo ranks, traced an
 
 Each rank builds the program once, then times rounds of `--steps` steps, alternating traced and
 untraced rounds (and swapping the order each round): the tracer is installed for a traced round
-(both levels: the `dist.*` wrappers and the dispatch level) and its events are encoded and sent over
-TCP to another process that reads them, as a rank's channel sends them to the server. A round is a whole run
-(set up — fully_shard, parallelize_module — and the steps) in ranks already started, as the warm
-launcher's ranks are; the steps alone are timed too. Rank 0 prints the medians and the ratios (budget
-≤ 1.25 for a run), wall-clock and CPU time, and the tracer's cost per aten op that is not a
-collective.
+(both levels: the `dist.*` wrappers and the dispatch level) and its events go through a rank's own
+channel (workers/channel.py) over TCP to another process that reads them, as the server does; a
+traced round ends once they are all written. A round is a whole run (set up — fully_shard,
+parallelize_module — and the steps) in ranks already started, as the warm launcher's ranks are;
+the steps alone are timed too. Rank 0 prints the medians and the ratios (budget ≤ 1.25 for a run),
+wall-clock and CPU time, and the tracer's cost per aten op that is not a collective.
 Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5]
 """
 
@@ -36,20 +36,12 @@ while conn.recv(1 << 20):
 """
 
 
-class _Sink:
-    """Where a traced rank's events go: a TCP connection to another process that reads and drops
-    them, as a rank's channel (workers/channel.py) writes to the server."""
-
-    def __init__(self):
-        self._reader = subprocess.Popen([sys.executable, "-c", _READER], stdout=subprocess.PIPE, text=True)
-        self._sock = socket.create_connection(("127.0.0.1", int(self._reader.stdout.readline())))
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def write(self, data: bytes) -> None:
-        self._sock.sendall(data)
-
-    def flush(self) -> None:
-        pass
+def _reader_channel(rank: int):
+    """A rank's own channel (workers/channel.py: events written at once, blobs by its thread), connected to
+    another process that reads and drops what comes, as the server reads a rank's events."""
+    from workers.channel import EventChannel
+    reader = subprocess.Popen([sys.executable, "-c", _READER], stdout=subprocess.PIPE, text=True)
+    return EventChannel(f"127.0.0.1:{int(reader.stdout.readline())}", "bench", "token", rank)
 
 
 def fsdp2_step():
@@ -113,17 +105,16 @@ def rank_main(rounds: int, steps: int) -> None:
     import torch
     import torch.distributed as dist
     sys.path.insert(0, str(REPO))
-    from workers.protocol import encode
     from workers.tracer import Tracer
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    sink = _Sink()
+    channel = _reader_channel(rank)
     t0 = time.monotonic()
 
     def new_tracer():
-        return Tracer(lambda m: sink.write(encode(m)), rank, lambda: time.monotonic() - t0)
+        return Tracer(channel.send, rank, lambda: time.monotonic() - t0)
 
     def timed(build, trace: bool) -> tuple[float, float, float, float]:
         """Wall-clock seconds of the whole run (set up and every step) and of the steps alone, then
@@ -140,12 +131,14 @@ def rank_main(rounds: int, steps: int) -> None:
             for _ in range(steps):
                 step()
             dist.barrier()
+            if tracer:   # a traced run is over once its events are written
+                tracer.settle()
+                channel.flush()
             end, cpu_end = time.perf_counter(), time.process_time()
             return end - start, end - steps_start, cpu_end - cpu_start, cpu_end - cpu_steps_start
         finally:
             if tracer:
                 tracer.uninstall()
-            sink.flush()
 
     for name, build in PROGRAMS.items():
         timed(build, False)   # warm

@@ -3,10 +3,19 @@ control messages for the step-mode gate (`workers/gate.py`) come down.
 
 A socket rather than a pipe so that ranks on other hosts (started by torchrun) can later report to
 the same server with the run's token.
+
+Events are written at once, in the order sent: when a rank dies the next instant (`os._exit`, a
+segfault), what it said before is on its way. Tensor blobs — base64 and a JSON line of up to 350 KB
+each, more than many a collective costs — are encoded and written by the channel's own thread while
+the rank goes on (the blob's values were copied at the call); nothing orders them against events
+(the server stores them apart, the page asks for one by id), and `close()` writes those still
+queued before it closes the socket. A blob not written when a rank dies is lost: a hover over that
+tensor's block-averaged grid then shows the block's mean.
 """
 
 from __future__ import annotations
 
+import queue
 import select
 import socket
 import threading
@@ -28,6 +37,11 @@ class EventChannel:
         self._lock = threading.Lock()
         self._last_t = float("-inf")
         self._inbox = b""
+        self._writing = threading.Lock()        # one message's bytes at a time on the socket
+        self._outbox: queue.SimpleQueue[dict | threading.Event | None] = queue.SimpleQueue()   # blobs
+        self._failure: OSError | None = None    # why the blob writer stopped: every later send raises it
+        self._writer = threading.Thread(target=self._write_all, name="paralab-channel", daemon=True)
+        self._writer.start()
         self.send({"hello": run_id, "token": token, "rank": rank})
 
     def receive(self, timeout: float | None = None) -> dict | None:
@@ -45,8 +59,40 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
+        """Write one event now, or queue one tensor blob for the channel's thread. Raises what the
+        connection met, here or in that thread (every send from then on)."""
+        if self._failure is not None:
+            raise self._failure
+        if "blob" in message:
+            self._outbox.put(message)
+            return
         with self._lock:
-            self._sock.sendall(encode(self._in_order(message)))
+            data = encode(self._in_order(message))
+            with self._writing:
+                self._sock.sendall(data)
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every blob sent so far is written (False: not within `timeout_s`)."""
+        written = threading.Event()
+        self._outbox.put(written)
+        return written.wait(timeout_s)
+
+    def _write_all(self) -> None:
+        while (message := self._outbox.get()) is not None:
+            if isinstance(message, threading.Event):   # a flush: everything before it is written
+                message.set()
+                continue
+            if self._failure is not None:
+                continue   # the connection is gone: drain, so close() does not wait
+            try:
+                data = encode(message)
+            except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
+                continue
+            try:
+                with self._writing:
+                    self._sock.sendall(data)
+            except OSError as exc:
+                self._failure = exc
 
     def _in_order(self, event: dict) -> dict:
         """An event is never earlier than the last one this rank reported. A call that ends in the
@@ -61,7 +107,10 @@ class EventChannel:
         self._last_t = event["t"]
         return event
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Write the blobs still queued (for at most `timeout_s`), then close."""
+        self._outbox.put(None)
+        self._writer.join(timeout_s)
         with self._lock:
             try:
                 self._sock.shutdown(socket.SHUT_WR)

@@ -355,8 +355,12 @@ class Tracer:
         limit = MAX_EVENT_BYTES - SERVER_FIELDS_BYTES
         ids = [self.keep(t) for t in tensors]
         side = PREVIEW_SIDE
+        shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
+        if _size_bound(event, shown) <= limit:   # the common case: no trial encoding of every value
+            return shown
         while True:
-            shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
+            if side < PREVIEW_SIDE:
+                shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
             if len(encode({**event, "tensors": shown})) <= limit:
                 return shown
             if side == 1:   # too many tensors for grids: statistics only, or nothing
@@ -393,6 +397,20 @@ def _shown_path(filename: str) -> str | None:
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
                "bytes", "wire_bytes", "label", "bucket", "chunk", "site", "torch_op", "mesh", "placements")
+
+
+def _size_bound(event: dict, shown: list[dict]) -> int:
+    """At least the length of the event encoded with `shown` as its previews, without writing out
+    their values: a value rounded to 4 significant digits below 9e7 in magnitude takes at most 11
+    characters in JSON ("-0.0001234", "-1.234e-308", "-12340000.0"), and a comma."""
+    grids = 0
+    for p in shown:
+        abs_max = p["stats"]["abs_max"]
+        if not isinstance(abs_max, float) or abs_max >= 9e7:
+            return MAX_EVENT_BYTES   # unknown: encode it to know
+        rows = p["preview"]
+        grids += sum(12 * len(row) + 2 for row in rows)
+    return len(encode({**event, "tensors": [{**p, "preview": []} for p in shown]})) + grids
 
 
 def _names(arguments: tuple[str, ...], tensors: list) -> list[str]:

@@ -323,3 +323,22 @@ def test_brackets_jump_from_call_to_call_and_braces_from_microbatch_to_microbatc
     assert second["kind"] == "compute" and second["microbatch"] != event["microbatch"]
     assert all(not (e["kind"] == "compute" and e["phase"] == "begin" and e.get("microbatch") not in (None, event["microbatch"]))
                for e in log[first:second["seq"] - 1])      # nothing of another microbatch was skipped
+
+
+def test_a_block_averaged_heatmap_shows_the_exact_value_from_the_full_tensor_on_hover(page: Page, server):
+    """Y (64×48) is shown as 32×32 block means; hovering it fetches the full tensor (the blob its
+    rank wrote from the channel's thread) and names the exact element."""
+    run = server.run("tp_mlp", 2, {"seq_len": 64, "hidden": 48, "mistake": "swap_f_g"})
+    check = next(e for e in events_of(server, run["id"])
+                 if e["kind"] == "check" and e["name"] == "output Y" and e["rank"] == 0)
+    mine = check["tensors"][0]
+    assert mine["exact"] is False and mine["id"]
+    exact = httpx.get(f"{server.url}/api/runs/{run['id']}/tensors/{mine['id']}").json()["values"][0]
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2&seq_len=64&hidden=48&mistake=swap_f_g&run={run['id']}")
+    expect(page.locator(".checks-summary")).to_have_text("✗ 8 of 8 checks FAILED", timeout=30_000)
+    canvas = page.locator('.check-group[data-check="output Y"] .check-compare').first.locator("canvas").first
+    canvas.hover(position={"x": 1, "y": 1})                  # element [0, 0]
+    tooltip = page.locator("#tooltip")
+    expect(tooltip).to_contain_text("[0, 0] = ")              # not "≈ … (block mean)" once fetched
+    shown = float(tooltip.inner_text().split("= ")[1].split(" ")[0])
+    assert shown == pytest.approx(exact, rel=1e-3, abs=1e-4)

@@ -112,9 +112,13 @@ def test_blob_id_only_when_the_tensor_is_kept():
     assert previews.blob(large, "r0t2") is None
 
 
+def on_the_wire(message: dict) -> dict:
+    return json.loads(encode(message))
+
+
 def test_blob_round_trips_little_endian_float32():
     t = torch.randn(3, 5, dtype=torch.float64)
-    b = previews.blob(t, "r1t7")
+    b = on_the_wire(previews.blob(t, "r1t7"))
     assert b["blob"] == "r1t7"
     assert b["shape"] == [3, 5]
     assert b["dtype"] == "float64"
@@ -125,7 +129,7 @@ def test_blob_round_trips_little_endian_float32():
 
 def test_blob_of_a_non_contiguous_tensor_is_row_major():
     t = torch.arange(6, dtype=torch.float32).reshape(2, 3).t()     # [[0, 3], [1, 4], [2, 5]]
-    data = base64.b64decode(previews.blob(t, "x")["data"])
+    data = base64.b64decode(on_the_wire(previews.blob(t, "x"))["data"])
     assert struct.unpack("<6f", data) == (0, 3, 1, 4, 2, 5)
 
 
@@ -133,3 +137,43 @@ def test_blob_of_a_non_contiguous_tensor_is_row_major():
 def test_preview_size_does_not_grow_with_the_tensor(shape):
     p = previews.preview(torch.randn(shape), "a rather long tensor name", None)
     assert len(encode(p)) < MAX_EVENT_BYTES
+
+
+@pytest.mark.parametrize("magnitude", [1e-14, 3e-7, 1e-3, 0.5, 1.0, 37.0, 1e4, 6e6, 2e11, 9e14])
+def test_grid_values_are_those_of_4_significant_digits(magnitude):
+    """The grid is rounded for the whole tensor at once: each value the same float as
+    float(f"{v:.4g}"), so JSON writes it short ("0.1235", not "0.12350000000000001")."""
+    t = torch.randn(32, 32) * magnitude
+    t[0, 0], t[0, 1] = 0.0, -0.0
+    shown = previews.preview(t, "x", None)["preview"]
+    assert shown == [[float(f"{v:.4g}") for v in row] for row in t.tolist()]
+    if magnitude < 1e6:                           # below 9e7: 11 characters at most (the tracer counts on it)
+        assert all(len(json.dumps(v)) <= 11 for row in shown for v in row)
+
+
+def test_grid_keeps_exact_halves_rounded_to_even_as_text_formatting_does():
+    t = torch.full((16, 16), 1.0625)              # 1.0625 is exact in binary: a true tie at 4 digits
+    t[0, 0] = -2.03125
+    shown = previews.preview(t, "x", None)["preview"]
+    assert shown[0][0] == float(f"{-2.03125:.4g}") and shown[1][1] == float(f"{1.0625:.4g}") == 1.062
+
+
+def test_blob_values_are_copied_at_the_call_and_written_as_the_base64_json_would_hold():
+    """A blob keeps the values the tensor had when it was taken (the program may change the tensor
+    before the channel writes it), and its line is the one json.dumps would write."""
+    t = torch.randn(300, 7)
+    kept = t.clone()
+    b = previews.blob(t, "r0t5")
+    t.zero_()
+    line = encode(b)
+    text = base64.b64encode(kept.numpy().astype("<f4").tobytes()).decode()
+    assert line == (json.dumps({**b, "data": text}, separators=(",", ":")) + "\n").encode()
+
+
+@pytest.mark.parametrize("shape", [(64, 256), (1, 65792), (512, 512), (256, 64), (33, 3), (100, 70), (32, 4096)])
+def test_a_grid_is_the_mean_of_each_block_whichever_way_it_is_taken(shape):
+    """Equal blocks are averaged by a cheaper op than the adaptive pool: the same means."""
+    t = torch.randn(shape)
+    out = (min(shape[0], PREVIEW_SIDE), min(shape[1], PREVIEW_SIDE))
+    expected = torch.nn.functional.adaptive_avg_pool2d(t[None, None], out)[0, 0]
+    assert torch.allclose(previews.downsample(t, PREVIEW_SIDE), expected, rtol=1e-5, atol=1e-6)

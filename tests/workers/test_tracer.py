@@ -239,6 +239,18 @@ def test_many_tensors_in_one_event_stay_under_16_kib(traced, count):
         assert all(p["stats"]["abs_max"] > 0 for p in shown)
 
 
+@pytest.mark.parametrize("value", [-89_999_999.0, -12_345_678.0, -1.2345e-30, 1.0 / 3])
+def test_a_whole_grid_of_the_longest_numbers_is_kept_and_fits(traced, value):
+    """The tracer bounds an event's size without encoding it (11 characters a value at most below
+    9e7): a 32x32 grid of the longest numbers is shown whole, and the event still fits."""
+    tracer, _ = traced
+    t = torch.full((64, 64), value, dtype=torch.float64)
+    event = {"kind": "collective", "phase": "begin", "rank": 0, "t": 1.0, "op": "all_reduce", "group": "world"}
+    [shown] = tracer.previews([t], ["tensor"], event)
+    assert len(shown["preview"]) == PREVIEW_SIDE and len(shown["preview"][0]) == PREVIEW_SIDE
+    assert len(encode({"seq": 99_999_999, **event, "tensors": [shown]})) < MAX_EVENT_BYTES
+
+
 def test_lab_events_of_large_tensors_stay_under_16_kib(traced):
     tracer, emitted = traced
     lab = Lab(tracer, 0, 1, torch.device("cpu"))

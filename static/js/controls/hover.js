@@ -13,8 +13,10 @@ const fullTensors = new Map();   // "run/tid" → Promise of {shape, values}
 function fetchFull(runId, tensorId) {
   const key = `${runId}/${tensorId}`;
   if (!fullTensors.has(key)) {
+    // not kept when missing: a rank writes its blobs after the events that name them (a live run)
     fullTensors.set(key, fetch(here(`/api/runs/${encodeURIComponent(runId)}/tensors/${encodeURIComponent(tensorId)}`))
-      .then((r) => (r.ok ? r.json() : null)).catch(() => null));
+      .then((r) => (r.ok ? r.json() : null)).catch(() => null)
+      .then((full) => { if (!full) fullTensors.delete(key); return full; }));
   }
   return fullTensors.get(key);
 }

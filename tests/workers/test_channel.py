@@ -1,0 +1,107 @@
+"""A rank's channel: events written at once, in order; tensor blobs by its own thread, all of them by close()."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+import time
+
+import pytest
+import torch
+
+from workers import preview as previews
+from workers.channel import EventChannel
+
+
+class Listener:
+    """The server's side of one channel: every line it receives, decoded."""
+
+    def __init__(self):
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
+        self.lines: list[dict] = []
+        self.connection: socket.socket | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        self.connection, _ = self._server.accept()
+        buffer = b""
+        while data := self.connection.recv(1 << 16):
+            buffer += data
+            *whole, buffer = buffer.split(b"\n")
+            self.lines.extend(json.loads(line) for line in whole)
+        self._done.set()
+
+    def until_closed(self) -> list[dict]:
+        assert self._done.wait(10), "the channel never closed"
+        return self.lines
+
+
+@pytest.fixture
+def listener():
+    return Listener()
+
+
+def test_events_go_at_once_in_order_and_blobs_all_arrive_by_close(listener):
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    blobs = [previews.blob(torch.randn(64, 1024), f"r0t{i}") for i in range(5)]   # 350 KB of base64 each
+    for i in range(300):
+        if i % 60 == 0:
+            channel.send(blobs[i // 60])
+        channel.send({"kind": "log", "rank": 0, "t": float(i), "message": f"line {i}"})
+    channel.close()
+    hello, *rest = listener.until_closed()
+    assert hello == {"hello": "run1", "token": "token", "rank": 0}
+    assert [m["message"] for m in rest if "blob" not in m] == [f"line {i}" for i in range(300)]
+    got = {m["blob"]: base64.b64decode(m["data"]) for m in rest if "blob" in m}
+    assert got == {b["blob"]: bytes(b["data"]) for b in blobs}
+
+
+def test_an_event_is_written_before_send_returns(listener):
+    """A rank that dies right after a call (os._exit, a segfault) has said what it did."""
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": "the last words"})
+    deadline = time.monotonic() + 10
+    while len(listener.lines) < 2 and time.monotonic() < deadline:   # read by the other side, not flushed
+        time.sleep(0.01)
+    assert listener.lines[1]["message"] == "the last words"
+    channel.close()
+
+
+def test_a_message_changed_after_it_is_sent_goes_as_it_was(listener):
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    event = {"kind": "p2p", "rank": 0, "t": 1.0, "peer": None}
+    channel.send(event)
+    event["peer"] = 3                                             # the tracer learns a receive's peer later
+    channel.close()
+    assert listener.until_closed()[1]["peer"] is None
+
+
+def test_flush_waits_until_the_blobs_sent_are_written(listener):
+    channel = EventChannel(listener.address, "run1", "token", 1)
+    for i in range(20):
+        channel.send(previews.blob(torch.randn(128, 512), f"r1t{i}"))
+    assert channel.flush()
+    assert channel._outbox.empty()
+    channel.close()
+    assert len(listener.until_closed()) == 21
+
+
+def test_a_message_json_cannot_hold_raises_and_the_rest_still_goes(listener):
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": object()})
+    channel.send({"kind": "log", "rank": 0, "t": 0.0, "message": "still"})
+    channel.close()
+    assert [m.get("message") for m in listener.until_closed()] == [None, "still"]
+
+
+def test_events_never_go_back_in_time(listener):
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    for t in (1.0, 3.0, 2.0, 4.0):
+        channel.send({"kind": "log", "rank": 0, "t": t, "message": str(t)})
+    channel.close()
+    assert [m["t"] for m in listener.until_closed()[1:]] == [1.0, 3.0, 3.0, 4.0]
