@@ -2,8 +2,9 @@
 last event is drawn; the main-thread time of one → or ← step, of a Home or End jump, of a move of the
 scrubber to anywhere, and of one frame of a live run's events arriving, in headless Chromium (Debian's;
 never `playwright install`). Targets (issue #16): open ≤ 1 s and every move ≤ 16 ms (median) on the
-8-rank pp run (Interleaved1F1B, m = 32, v = 2, no delay: 7,351 events) and on the biggest run a lesson
-makes (8 ranks, InterleavedZeroBubble, m = 32, v = 4: about 17,000 events).
+8-rank pp run (Interleaved1F1B, m = 32, v = 2, no delay: 7,351 events), on the biggest run a lesson
+makes (8 ranks, InterleavedZeroBubble, m = 32, v = 4: about 17,000 events), and on a 22,000-event run: 8 ranks
+of a program (the script lesson, bench/ring_rounds.py) doing a ring all-reduce by hand 48 times.
 
 Each step is timed inside the page (tests/browser/scrub_timing.py): the key's handler, the frame that
 draws it and the layout it forces; not the idle wait for that frame. With --baseline REF, the same runs
@@ -44,6 +45,8 @@ RUNS = [  # (name, lesson, world size, params)
      {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 32, "delay_ms": 0}),
     ("pp 8 ranks InterleavedZeroBubble v=4 m=32", "pp", 8,
      {"schedule": "InterleavedZeroBubble", "virtual_stages": 4, "microbatches": 32, "delay_ms": 0}),
+    ("script 8 ranks ring all-reduce by hand x48", "script", 8,
+     {"source": (REPO / "bench" / "ring_rounds.py").read_text(), "filename": "ring_rounds.py", "args": ["48"]}),
 ]
 LIVE_EVENTS_PER_FRAME = 8   # a 4-rank pp run streams about 500-1000 events a second: 8-16 a frame
 LIVE_MAX_EVENTS = 5000      # past this, the live frames are left out (thousands of frames per side)
