@@ -81,8 +81,7 @@ function stepAtCursor(state, steps) {
     if (named && steps.some((st) => st.key === named)) return named;
   }
   // else: the step the rank of the event (or the furthest rank) is in
-  const spans = e && e.rank !== null && e.rank !== undefined ? state.p2p.filter((sp) => sp.rank === e.rank) : state.p2p;
-  const last = spans[spans.length - 1] || state.p2p[state.p2p.length - 1];
+  const last = (e && e.rank !== null && e.rank !== undefined ? state.p2p.findLast((sp) => sp.rank === e.rank) : null) || state.p2p[state.p2p.length - 1];
   return last ? stepOf(last.label).key : null;
 }
 
@@ -113,15 +112,17 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   const world = worldSize || state.ranks.length;
   const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
   const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
-  const key = [runId, rem, width, steps.length, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
-    state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq].join(",");
-  if (!changed(container, key)) return true;
-
   const { sends, waitingRecvs } = pairUp(spans);
   const atGates = gatedHere.filter((g) => g.op === "send")
     .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
   const all = [...sends, ...waitingRecvs, ...atGates];
   const arrows = all.length > MOST_ARROWS ? latestArrows(all) : all;
+  for (const a of arrows) if (!("chunk" in a)) a.chunk = a.send ? chunkOf(a.send.begin || a.send, "send") : chunkOf(a.recv.begin || a.recv, "recv");
+  const delivered = sends.filter((x) => x.status === "delivered").length;
+  const key = [runId, rem, width, steps.length, step.key, all.length, delivered, waitingRecvs.length,
+    ...arrows.map((a) => `${a.send?.seq}>${a.recv?.seq}:${a.status}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
+    state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq, state.event?.rank].join(",");
+  if (!changed(container, key)) return true;
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
   const n = Math.max(1, ...values.map((v) => v.length));
@@ -224,7 +225,6 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   });
   place(svg, parts);
 
-  const delivered = sends.filter((x) => x.status === "delivered").length;
   const detail = spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
   const ringSteps = state.metrics.get("steps_ring");
   const doubling = state.metrics.get("steps_recursive_doubling");
@@ -253,21 +253,25 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
  * of the step answers yet. One pass over the step's calls, however many.
  */
 function pairUp(spans) {
-  const recvs = new Map();     // "rank:tag" → that rank's recvs with that tag, in order
+  const queues = new Map();    // "rank<peer:tag" (peer "*": from any rank) → that rank's recvs, in order, and how many are taken
+  const queue = (key) => queues.get(key) || queues.set(key, { recvs: [], next: 0 }).get(key);
   for (const r of spans) {
-    if (r.op !== "recv") continue;
-    const key = `${r.rank}:${r.tag}`;
-    if (!recvs.has(key)) recvs.set(key, []);
-    recvs.get(key).push(r);
+    if (r.op === "recv") queue(`${r.rank}<${r.peer ?? "*"}:${r.tag}`).recvs.push(r);
   }
   const taken = new Set();
+  const firstFree = (q) => {
+    while (q && q.next < q.recvs.length && taken.has(q.recvs[q.next])) q.next += 1;
+    return q?.recvs[q.next];
+  };
   const sends = spans.filter((sp) => sp.op === "send").map((send) => {
-    const recv = recvs.get(`${send.peer}:${send.tag}`)?.find((r) => !taken.has(r) && (r.peer === send.rank || r.peer === null || r.peer === undefined));
+    const named = firstFree(queues.get(`${send.peer}<${send.rank}:${send.tag}`));
+    const anyone = firstFree(queues.get(`${send.peer}<*:${send.tag}`));
+    const recv = named && anyone ? (named.seq < anyone.seq ? named : anyone) : named || anyone;
     if (recv) taken.add(recv);
-    return { from: send.rank, to: send.peer, chunk: chunkOf(send.begin || send, "send"), status: recv?.end ? "delivered" : "flying", send, recv };
+    return { from: send.rank, to: send.peer, status: recv?.end ? "delivered" : "flying", send, recv };
   });
   const waitingRecvs = spans.filter((r) => r.op === "recv" && !taken.has(r))
-    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.begin || r, "recv"), status: "waiting", recv: r }));
+    .map((r) => ({ from: r.peer, to: r.rank, status: "waiting", recv: r }));
   return { sends, waitingRecvs };
 }
 
@@ -275,9 +279,18 @@ function pairUp(spans) {
 function latestArrows(arrows) {
   const lastSeq = (a) => Math.max(a.send?.end?.seq ?? a.send?.seq ?? 0, a.recv?.end?.seq ?? a.recv?.seq ?? 0);
   const open = arrows.filter((a) => a.status !== "delivered");
-  const done = arrows.filter((a) => a.status === "delivered").sort((a, b) => lastSeq(b) - lastSeq(a))
-    .slice(0, Math.max(0, MOST_ARROWS - open.length));
-  const kept = new Set([...open.slice(-MOST_ARROWS), ...done]);
+  const room = Math.max(0, MOST_ARROWS - open.length);
+  const done = [];            // the `room` delivered last, latest first (one pass: thousands delivered, a few kept)
+  for (const a of arrows) {
+    if (a.status !== "delivered" || !room) continue;
+    const seq = lastSeq(a);
+    if (done.length === room && seq <= done[room - 1].seq) continue;
+    let i = Math.min(done.length, room - 1);
+    while (i > 0 && done[i - 1].seq < seq) i -= 1;
+    done.splice(i, 0, { seq, a });
+    done.length = Math.min(done.length, room);
+  }
+  const kept = new Set([...open.slice(-MOST_ARROWS), ...done.map((d) => d.a)]);
   return arrows.filter((a) => kept.has(a));
 }
 
