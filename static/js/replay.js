@@ -38,9 +38,9 @@ export function stateAt(log, cursor, worldSize = 0) {
 
 /**
  * `stateAt`, remembering the last state it made: a move forwards folds only the events stepped over
- * (a → step on a run of 20,000 events is one event, not 20,000). A move back folds from the nearest
- * checkpoint before the cursor — a copy of the state kept every `CHECKPOINT_EVERY` events as folds
- * pass there — not from the start.
+ * (a → step on a run of 20,000 events is one event, not 20,000). A move back, or a long one forwards,
+ * folds from the nearest checkpoint before the cursor — a copy of the state kept every
+ * `CHECKPOINT_EVERY` events as folds pass there — not from the start.
  * The state it returned before is changed in place by a later call: draw from the latest only.
  */
 export function foldCache() {
@@ -48,14 +48,16 @@ export function foldCache() {
   let checkpoints = [];     // [{upTo, state}], by upTo: copies of the state folded up to log index upTo
   return (log, cursor, worldSize = 0) => {
     if (last && (last.log !== log || last.worldSize !== worldSize)) checkpoints = [];
-    const reuse = last && last.log === log && last.worldSize === worldSize && cursor >= last.upTo && last.upTo >= 0;
+    const before = checkpoints.findLast((c) => c.upTo <= cursor);
+    // Forwards, from the last state, unless a checkpoint on the way saves folding more than a stretch.
+    const reuse = last && last.log === log && last.worldSize === worldSize && cursor >= last.upTo && last.upTo >= 0
+      && !(before && before.upTo - last.upTo > CHECKPOINT_EVERY);
     let state;
     let from;
     if (reuse) {
       state = last.state;
       from = last.upTo + 1;
     } else {
-      const before = checkpoints.findLast((c) => c.upTo <= cursor);
       state = before ? copyState(before.state) : emptyState(worldSize);
       from = before ? before.upTo + 1 : 0;
     }
