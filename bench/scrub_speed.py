@@ -53,6 +53,18 @@ LIVE_MAX_EVENTS = 5000      # past this, the live frames are left out (thousands
 RUN_TIME_LIMIT_S = "600"    # the biggest run takes longer than the default minute on a busy machine
 
 
+def record(server: LiveServer, lesson: str, world_size: int, params: dict, limit_s: float = 900) -> dict:
+    """The run, once finished; polled with long timeouts (8 busy ranks on a loaded machine slow the server)."""
+    run_id = server.start_run(lesson, world_size, params)["id"]
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        run = httpx.get(f"{server.url}/api/runs/{run_id}", timeout=60).json()
+        if run["status"] in ("done", "failed", "cancelled"):
+            return run
+        time.sleep(0.5)
+    raise TimeoutError(f"run {run_id} did not finish in {limit_s} s")
+
+
 def open_recorded(page: Page, server: LiveServer, lesson: str, run: dict) -> float:
     """Open the run at its end; the seconds from navigation until its last event is drawn (the page's
     modules already cached, as for a lecturer who opened the lesson before)."""
@@ -164,19 +176,19 @@ def main() -> None:
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         env = {"PARALAB_RUN_TIME_LIMIT_S": RUN_TIME_LIMIT_S}
         servers = {"this checkout": started(stack, LiveServer(data_dir, env=env))}
-        if args.baseline:
+        server = servers["this checkout"]
+        chosen = [(name, lesson, record(server, lesson, world_size, params))
+                  for name, lesson, world_size, params in RUNS if not args.only or args.only in name]
+        for name, _, run in chosen:
+            assert run["status"] == "done", (name, run)
+        if args.baseline:     # started once the runs are recorded: a server reads the recorded runs' index when it starts
             tree = checkout(args.baseline, Path(stack.enter_context(tempfile.TemporaryDirectory())))
             servers[f"baseline {args.baseline}"] = started(stack, LiveServer(data_dir, env=env, repo=tree))
         playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         stack.callback(browser.close)
         page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-        server = servers["this checkout"]
-        for name, lesson, world_size, params in RUNS:
-            if args.only and args.only not in name:
-                continue
-            run = server.run(lesson, world_size, params)
-            assert run["status"] == "done", run
+        for name, lesson, run in chosen:
             sides = {side: defaultdict(list) for side in servers}
             views = {side: {} for side in servers}
             for round_ in range(args.rounds):
