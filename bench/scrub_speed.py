@@ -2,15 +2,16 @@
 last event is drawn; the main-thread time of one → or ← step, of a Home or End jump, of a move of the
 scrubber to anywhere, and of one frame of a live run's events arriving, in headless Chromium (Debian's;
 never `playwright install`). Targets (issue #16): open ≤ 1 s and every move ≤ 16 ms (median) on the
-8-rank pp run (Interleaved1F1B, m = 32, v = 2, no delay: 7,351 events) and on the biggest run a lesson
-makes (8 ranks, InterleavedZeroBubble, m = 32, v = 4: about 17,000 events).
+8-rank pp run (Interleaved1F1B, m = 32, v = 2, no delay: 7,351 events), on the biggest run a lesson
+makes (8 ranks, InterleavedZeroBubble, m = 32, v = 4: about 17,000 events), and on a 22,000-event run: 8 ranks
+of a program (the script lesson, bench/ring_rounds.py) doing a ring all-reduce by hand 48 times.
 
 Each step is timed inside the page (tests/browser/scrub_timing.py): the key's handler, the frame that
 draws it and the layout it forces; not the idle wait for that frame. With --baseline REF, the same runs
 are also scrubbed on a server started from that commit (git archive), alternating with this checkout's,
 and the ratio of the medians is printed: a shared, busy machine then weighs on both alike.
 Usage: python bench/scrub_speed.py [--baseline REF] [--rounds 1] [--steps 100] [--jumps 10]
-       [--only NAME] [--profile OUT.cpuprofile]
+       [--only NAME] [--profile OUT.cpuprofile] [--views]
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from playwright.sync_api import Page, expect, sync_playwright
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.browser.scrub_timing import jump_actions, seek_actions, step_actions, summary, time_actions  # noqa: E402
+from tests.browser.scrub_timing import (  # noqa: E402
+    jump_actions, seek_actions, step_actions, summary, time_actions, time_parts)
 from tests.conftest import LiveServer  # noqa: E402
 
 RUNS = [  # (name, lesson, world size, params)
@@ -43,10 +45,24 @@ RUNS = [  # (name, lesson, world size, params)
      {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 32, "delay_ms": 0}),
     ("pp 8 ranks InterleavedZeroBubble v=4 m=32", "pp", 8,
      {"schedule": "InterleavedZeroBubble", "virtual_stages": 4, "microbatches": 32, "delay_ms": 0}),
+    ("script 8 ranks ring all-reduce by hand x48", "script", 8,
+     {"source": (REPO / "bench" / "ring_rounds.py").read_text(), "filename": "ring_rounds.py", "args": ["48"]}),
 ]
 LIVE_EVENTS_PER_FRAME = 8   # a 4-rank pp run streams about 500-1000 events a second: 8-16 a frame
 LIVE_MAX_EVENTS = 5000      # past this, the live frames are left out (thousands of frames per side)
 RUN_TIME_LIMIT_S = "600"    # the biggest run takes longer than the default minute on a busy machine
+
+
+def record(server: LiveServer, lesson: str, world_size: int, params: dict, limit_s: float = 900) -> dict:
+    """The run, once finished; polled with long timeouts (8 busy ranks on a loaded machine slow the server)."""
+    run_id = server.start_run(lesson, world_size, params)["id"]
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        run = httpx.get(f"{server.url}/api/runs/{run_id}", timeout=60).json()
+        if run["status"] in ("done", "failed", "cancelled"):
+            return run
+        time.sleep(0.5)
+    raise TimeoutError(f"run {run_id} did not finish in {limit_s} s")
 
 
 def open_recorded(page: Page, server: LiveServer, lesson: str, run: dict) -> float:
@@ -72,20 +88,32 @@ def time_live(page: Page, server: LiveServer, lesson: str, run: dict) -> list[fl
     return time_actions(page, [("append", chunk, True) for chunk in chunks])
 
 
-def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int) -> dict[str, list[float]]:
-    """Each kind of move's samples (ms) on `server`'s page of the recorded `run`."""
+def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int,
+            views: dict | None = None) -> dict[str, list[float]]:
+    """Each kind of move's samples (ms) on `server`'s page of the recorded `run`; with `views`, each move's
+    mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it."""
     opened = 1000 * open_recorded(page, server, lesson, run)
     total = run["events"]
     time_actions(page, step_actions(total, "ArrowRight", 20, bursts=2))          # warm the JIT
-    return {
-        "open": [opened],
-        "→": time_actions(page, step_actions(total, "ArrowRight", steps)),
-        "←": time_actions(page, step_actions(total, "ArrowLeft", steps)),
-        "End": time_actions(page, jump_actions("End", jumps)),
-        "Home": time_actions(page, jump_actions("Home", jumps)),
-        "scrubber": time_actions(page, seek_actions(total, 2 * jumps)),
-        **({"live frame": time_live(page, server, lesson, run)} if total <= LIVE_MAX_EVENTS else {}),
+    moves = {
+        "→": step_actions(total, "ArrowRight", steps),
+        "←": step_actions(total, "ArrowLeft", steps),
+        "End": jump_actions("End", jumps),
+        "Home": jump_actions("Home", jumps),
+        "scrubber": seek_actions(total, 2 * jumps),
     }
+    samples = {"open": [opened]}
+    for what, actions in moves.items():
+        parts = time_parts(page, actions)
+        samples[what] = [p["total"] for p in parts]
+        if views is not None:
+            by_view = views.setdefault(what, defaultdict(float))
+            for p in parts:
+                for view, ms in p.get("views", {}).items():
+                    by_view[view] += ms / len(parts)
+    if total <= LIVE_MAX_EVENTS:
+        samples["live frame"] = time_live(page, server, lesson, run)
+    return samples
 
 
 def profile_steps(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, out: Path) -> None:
@@ -111,6 +139,16 @@ def report(name: str, events: int, sides: dict[str, dict[str, list[float]]]) -> 
         print(f"  {what:<10} (n={stats[0]['n']:3d}){cells}{ratio}")
 
 
+def report_views(views: dict[str, dict[str, dict[str, float]]], rounds: int) -> None:
+    """Each side's mean milliseconds per move by part of the drawing, the four biggest (a baseline from before
+    the page's timers has none)."""
+    for side, moves in views.items():
+        print(f"  by view, {side} (mean ms per move):")
+        for what, by_view in moves.items():
+            top = sorted(by_view.items(), key=lambda kv: -kv[1])[:4]
+            print(f"    {what:<10} " + "  ".join(f"{view} {ms / rounds:.1f}" for view, ms in top))
+
+
 def checkout(ref: str, into: Path) -> Path:
     """The tree of commit `ref` written into `into` (git archive: no worktree, nothing to clean up in .git)."""
     archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
@@ -132,31 +170,36 @@ def main() -> None:
     parser.add_argument("--jumps", type=int, default=10)
     parser.add_argument("--only", help="measure only the runs whose name contains this")
     parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
+    parser.add_argument("--views", action="store_true", help="also print where each move's drawing went, view by view")
     args = parser.parse_args()
     with ExitStack() as stack:
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         env = {"PARALAB_RUN_TIME_LIMIT_S": RUN_TIME_LIMIT_S}
         servers = {"this checkout": started(stack, LiveServer(data_dir, env=env))}
-        if args.baseline:
+        server = servers["this checkout"]
+        chosen = [(name, lesson, record(server, lesson, world_size, params))
+                  for name, lesson, world_size, params in RUNS if not args.only or args.only in name]
+        for name, _, run in chosen:
+            assert run["status"] == "done", (name, run)
+        if args.baseline:     # started once the runs are recorded: a server reads the recorded runs' index when it starts
             tree = checkout(args.baseline, Path(stack.enter_context(tempfile.TemporaryDirectory())))
             servers[f"baseline {args.baseline}"] = started(stack, LiveServer(data_dir, env=env, repo=tree))
         playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         stack.callback(browser.close)
         page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-        server = servers["this checkout"]
-        for name, lesson, world_size, params in RUNS:
-            if args.only and args.only not in name:
-                continue
-            run = server.run(lesson, world_size, params)
-            assert run["status"] == "done", run
+        for name, lesson, run in chosen:
             sides = {side: defaultdict(list) for side in servers}
+            views = {side: {} for side in servers}
             for round_ in range(args.rounds):
                 order = list(servers.items())
                 for side, on in order if round_ % 2 == 0 else order[::-1]:
-                    for what, samples in measure(page, on, lesson, run, args.steps, args.jumps).items():
+                    found = measure(page, on, lesson, run, args.steps, args.jumps, views[side] if args.views else None)
+                    for what, samples in found.items():
                         sides[side][what] += samples
             report(name, run["events"], sides)
+            if args.views:
+                report_views(views, args.rounds)
             if args.profile and "v=2 m=8" in name:
                 profile_steps(page, server, lesson, run, args.steps, args.profile)
 

@@ -28,6 +28,7 @@ import { renderRecentRuns } from "paralab/views/recent-runs.js";
 import { renderSource } from "paralab/views/source.js";
 import { liveStatus, renderFailure, renderRunPill } from "paralab/views/status.js";
 import { hangCountdown } from "paralab/views/hang-countdown.js";
+import { startTimings, timed, timings } from "paralab/timings.js";
 import { markRan } from "paralab/progress.js";
 import { renderStepper } from "paralab/views/stepper.js";
 import { here } from "paralab/root.js";
@@ -81,18 +82,19 @@ export function scheduleRender() {
 function render() {
   frame = 0;
   const { run, log, cursor } = store.state;
-  const state = foldAt(log, cursor, run?.world_size || 0);
+  startTimings();
+  const state = timed("fold", () => foldAt(log, cursor, run?.world_size || 0));
   const ctx = { runId: run?.id || null, worldSize: run?.world_size || 0, params: run?.params, contents: store.state.contents };
   // A live step-mode run: the ranks as they are now (what the stepper's buttons act on), folded once.
   const live = run?.step && !store.state.final ? (cursor === log.length - 1 ? state : liveState()) : null;
   renderPill(live);
-  renderNow($("#now"), state);
-  renderStepperPanel(state, live);
+  timed("now", () => renderNow($("#now"), state));
+  timed("stepper", () => renderStepperPanel(state, live));
   drawPanels(panels, state, ctx);
-  renderFailure($("#failure"), state);
-  renderTables(state, ctx);
-  if (lesson) renderSource($("#source"), state, { sources: runSources(run) || lesson.sources, onPick: scheduleRender });
-  showExplained($("#explanation"), log, cursor);
+  timed("failure", () => renderFailure($("#failure"), state));
+  timed("tables", () => renderTables(state, ctx));
+  if (lesson) timed("source", () => renderSource($("#source"), state, { sources: runSources(run) || lesson.sources, onPick: scheduleRender }));
+  timed("explanation", () => showExplained($("#explanation"), log, cursor));
   cancelButton.hidden = !run || store.state.final;
   if (run && store.state.final && liveStatus(log)?.status === "done") markRan(run.lesson);
   document.body.classList.toggle("has-run", Boolean(run));
@@ -261,7 +263,7 @@ document.addEventListener("paralab:lang", async () => {
   }
 });
 
-window.paralab = { store, get connection() { return connection; } };   // for the console and the tests
+window.paralab = { store, timings, get connection() { return connection; } };   // for the console and the tests
 
 async function main() {
   const wanted = readLocation();

@@ -38,17 +38,70 @@ export function stateAt(log, cursor, worldSize = 0) {
 
 /**
  * `stateAt`, remembering the last state it made: a move forwards folds only the events stepped over
- * (a → step on a run of 20,000 events is one event, not 20,000). A move back folds from the start.
+ * (a → step on a run of 20,000 events is one event, not 20,000). A move back, or a long one forwards,
+ * folds from the nearest checkpoint before the cursor — a copy of the state kept every
+ * `CHECKPOINT_EVERY` events as folds pass there — not from the start.
  * The state it returned before is changed in place by a later call: draw from the latest only.
  */
 export function foldCache() {
   let last = null;          // {log, worldSize, upTo, state}
+  let checkpoints = [];     // [{upTo, state}], by upTo: copies of the state folded up to log index upTo
   return (log, cursor, worldSize = 0) => {
-    const reuse = last && last.log === log && last.worldSize === worldSize && cursor >= last.upTo && last.upTo >= 0;
-    const state = reuse ? last.state : emptyState(worldSize);
-    foldEvents(state, log, reuse ? last.upTo + 1 : 0, cursor);
-    last = { log, worldSize, upTo: Math.min(cursor, log.length - 1), state };
+    if (last && (last.log !== log || last.worldSize !== worldSize)) checkpoints = [];
+    const before = checkpoints.findLast((c) => c.upTo <= cursor);
+    // Forwards, from the last state, unless a checkpoint on the way saves folding more than a stretch.
+    const reuse = last && last.log === log && last.worldSize === worldSize && cursor >= last.upTo && last.upTo >= 0
+      && !(before && before.upTo - last.upTo > CHECKPOINT_EVERY);
+    let state;
+    let from;
+    if (reuse) {
+      state = last.state;
+      from = last.upTo + 1;
+    } else {
+      state = before ? copyState(before.state) : emptyState(worldSize);
+      from = before ? before.upTo + 1 : 0;
+    }
+    const to = Math.min(cursor, log.length - 1);
+    // Fold in pieces that end at the checkpoints, keeping a copy at each not kept yet.
+    for (let next = (Math.floor(from / CHECKPOINT_EVERY) + 1) * CHECKPOINT_EVERY - 1; next <= to; next += CHECKPOINT_EVERY) {
+      foldEvents(state, log, from, next);
+      from = next + 1;
+      if (!checkpoints.some((c) => c.upTo === next)) {
+        checkpoints.push({ upTo: next, state: copyState(state) });
+        checkpoints.sort((a, b) => a.upTo - b.upTo);
+      }
+    }
+    foldEvents(state, log, from, cursor);
+    last = { log, worldSize, upTo: to, state };
     return finish(state, log, cursor);
+  };
+}
+
+/** How many events apart `foldCache` keeps copies of the state: a move back folds fewer than this. */
+export const CHECKPOINT_EVERY = 512;
+
+/**
+ * A copy of a folded state that folding more events into does not change the original (nor the
+ * original the copy): its containers are copied; events, and spans (replaced, not changed, when they
+ * end), are shared.
+ */
+function copyState(state) {
+  const collectives = new Map([...state.collectives].map(([key, c]) => [key, { ...c, begins: new Map(c.begins), ends: new Map(c.ends) }]));
+  const mapOf = (map, copy) => new Map([...map].map(([key, value]) => [key, copy(value)]));
+  return {
+    ...state,
+    ranks: state.ranks.map((rs) => ({ ...rs, open: rs.open.slice(), spans: rs.spans.slice() })),
+    collectives,
+    current: state.current ? collectives.get(state.current.key) : null,
+    sent: state.sent.slice(),
+    placed: mapOf(state.placed, (p) => ({ ...p, shards: new Map(p.shards) })),
+    loose: mapOf(state.loose, (byRank) => new Map(byRank)),
+    snapshots: mapOf(state.snapshots, (list) => list.slice()),
+    checks: mapOf(state.checks, (c) => ({ ...c, rows: new Map(c.rows) })),
+    metrics: new Map(state.metrics),
+    series: mapOf(state.series, (list) => list.slice()),
+    rankMetrics: mapOf(state.rankMetrics, (byRank) => mapOf(byRank, (list) => list.slice())),
+    p2p: state.p2p.slice(),
   };
 }
 
@@ -180,7 +233,8 @@ function hangSite(error) {
 function span(state, rs, e) {
   if (e.phase === "begin") {
     const open = { kind: e.kind, name: e.name, op: e.op, label: e.label, group: e.group, cseq: e.cseq, ranks: e.ranks,
-                   peer: e.peer, tag: e.tag, rank: e.rank, t0: e.t, t1: null, seq: e.seq, begin: e, end: null };
+                   peer: e.peer, tag: e.tag, rank: e.rank, t0: e.t, t1: null, seq: e.seq, begin: e, end: null,
+                   at: rs.spans.length, p2pAt: e.kind === "p2p" ? state.p2p.length : null };
     rs.open.push(open);
     rs.spans.push(open);
     if (e.kind === "p2p") state.p2p.push(open);
@@ -193,11 +247,12 @@ function span(state, rs, e) {
         : o.op === e.op && o.cseq === e.cseq);
     const k = e.kind === "compute" ? rs.open.findLastIndex(matches) : rs.open.findIndex(matches);
     if (k >= 0) {
+      // The span is replaced by its closed copy, not changed: a checkpoint (copyState) shares the open one.
       const o = rs.open[k];
-      o.t1 = e.t;
-      o.error = e.error || null;
-      o.end = e;
-      if (e.kind === "p2p" && (o.peer === null || o.peer === undefined)) o.peer = e.peer;
+      const peer = e.kind === "p2p" && (o.peer === null || o.peer === undefined) ? e.peer : o.peer;
+      const closed = { ...o, t1: e.t, error: e.error || null, end: e, peer };
+      rs.spans[o.at] = closed;
+      if (o.p2pAt !== null) state.p2p[o.p2pAt] = closed;
       rs.open.splice(k, 1);
     }
   }

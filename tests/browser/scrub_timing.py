@@ -36,7 +36,8 @@ _TIME_ACTIONS_JS = """async ({ actions }) => {
     const drawn = performance.now();
     document.body.getBoundingClientRect();
     const laidOut = performance.now();
-    if (timed) samples.push({ total: handled + laidOut - frameStart, handler: handled, draw: drawn - frameStart, layout: laidOut - drawn });
+    const views = Object.fromEntries(window.paralab.timings || []);   // the page's own per-part times (timings.js)
+    if (timed) samples.push({ total: handled + laidOut - frameStart, handler: handled, draw: drawn - frameStart, layout: laidOut - drawn, views });
   }
   return samples;
 }"""
@@ -44,7 +45,8 @@ _TIME_ACTIONS_JS = """async ({ actions }) => {
 
 def time_parts(page: Page, actions: list[tuple[str, object, bool]]) -> list[dict]:
     """Run `actions` — ("key", "ArrowRight", timed), ("seek", index, timed), ("append", [events], timed) —
-    one per frame; returns each timed one's milliseconds: {total, handler, draw, layout}."""
+    one per frame; returns each timed one's milliseconds: {total, handler, draw, layout, views}, `views` the
+    page's drawing time by part (the fold, each panel drawn in that frame: window.paralab.timings)."""
     return page.evaluate(_TIME_ACTIONS_JS, {"actions": [list(a) for a in actions]})
 
 

@@ -116,3 +116,18 @@ def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, serve
     by_event = visited("event")
     assert by_event and by_event[-1] < by_call[-1], (by_event, by_call)   # one event a tick, not a call
     assert set(by_event) - starts, by_event
+
+
+def test_a_move_back_or_a_long_jump_shows_what_folding_from_the_start_shows(page: Page, server, big_run):
+    """Moves back and long jumps fold from a checkpoint (a copy of the state every 512 events): the state they
+    give is the one a fold of the whole log up to there gives, wherever the cursor came from."""
+    open_at_end(page, server, big_run)
+    same = page.evaluate("""async () => {
+      const { foldCache, stateAt } = await import("paralab/replay.js");
+      const { log, run } = window.paralab.store.state;
+      const fold = foldCache();
+      const plain = (state) => JSON.stringify(state, (key, value) => (value instanceof Map ? [...value] : value));
+      const path = [log.length - 1, 10, 700, 699, 1030, 3, log.length - 2, 600, 512, 511];
+      return path.map((cursor) => [cursor, plain(fold(log, cursor, run.world_size)) === plain(stateAt(log, cursor, run.world_size))]);
+    }""")
+    assert all(ok for _, ok in same), [cursor for cursor, ok in same if not ok]

@@ -70,11 +70,12 @@ function shownAxis(axis, view) {
  * Returns the canvas.
  */
 export function ganttCanvas(canvas, { rows, arrows = [], axis, frame, now = null, axisLabel = "time since the first block (ms)",
-                                      className = "", ariaLabel = "timeline of each rank", gap = 0.45 }) {
+                                      className = "", ariaLabel = "timeline of each rank", gap = 0.45,
+                                      tickText = (t, origin) => formatMs(t - origin) }) {
   const rem = frame.rem;
   const layout = layRows(rows, rem, gap);
   if (!canvas.gantt) bindZoom(canvas);
-  Object.assign(canvas.gantt, { rows, arrows, axis, frame, now, axisLabel, gap, layout });
+  Object.assign(canvas.gantt, { rows, arrows, axis, frame, now, axisLabel, gap, layout, tickText });
   canvas.className = ["gantt", "gantt-canvas", className].filter(Boolean).join(" ");
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label", ariaLabel);
@@ -84,7 +85,7 @@ export function ganttCanvas(canvas, { rows, arrows = [], axis, frame, now = null
 }
 
 function paintChart(canvas) {
-  const { rows, arrows, axis, frame, now, axisLabel, layout, view } = canvas.gantt;
+  const { rows, arrows, axis, frame, now, axisLabel, layout, view, tickText } = canvas.gantt;
   const { laid, top, plotBottom, height } = layout;
   const rem = frame.rem;
   const dpr = window.devicePixelRatio || 1;
@@ -147,7 +148,7 @@ function paintChart(canvas) {
     ctx.lineTo(x, plotBottom);
     ctx.stroke();
     ctx.textAlign = x - frame.left < 1 ? "start" : "center";
-    ctx.fillText(formatMs(t - shown.origin), x, plotBottom + 0.9 * rem);
+    ctx.fillText(tickText(t, shown.origin), x, plotBottom + 0.9 * rem);
   }
   ctx.textAlign = "center";
   ctx.font = font(650, 0.78 * rem);
@@ -185,6 +186,7 @@ function paintChart(canvas) {
         const x1 = Math.min(frame.right + 2, X(b.t1));
         if (x1 < frame.left || x0 > frame.right) continue;
         const w = Math.max(x1 - x0, 1.5);
+        ctx.globalAlpha = b.faded ? 0.3 : 1;          // the ideal grid's actions not run yet
         ctx.fillStyle = paint(b.fill, c.soft);
         ctx.fillRect(x0, lane.y, w, lane.h);
         const stroke = paint(b.stroke, null);
@@ -201,6 +203,7 @@ function paintChart(canvas) {
           ctx.textAlign = "center";
           ctx.fillText(text, x0 + w / 2, lane.y + lane.h / 2);
         }
+        ctx.globalAlpha = 1;
       }
     }
   }

@@ -10,6 +10,7 @@
  */
 
 import { h } from "paralab/dom.js";
+import { timed } from "paralab/timings.js";
 import { VIEWS, viewsFor } from "paralab/views/registry.js";
 
 const IDLE_WAIT_MS = 500;       // the longest an off-screen panel waits for an idle moment
@@ -46,7 +47,7 @@ export function drawPanels(panels, state, ctx) {
       panel.section.hidden = true;
       continue;
     }
-    if (panel.section.hidden || deferred.onScreen(panel.section)) draw(panel, state, ctx);
+    if (panel.section.hidden || deferred.onScreen(panel.section)) timed(panel.view.id, () => draw(panel, state, ctx));
     else later.push(panel);
   }
   deferred?.due(later, state, ctx);

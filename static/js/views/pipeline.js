@@ -10,6 +10,7 @@ import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeO
 import { t, tPlural, tText } from "paralab/i18n.js";
 import { formatBytes } from "paralab/replay.js";
 import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
+import { CANVAS_BLOCKS, ganttCanvas } from "paralab/views/gantt-canvas.js";
 import { p2pArrows, p2pBlock, spanExtent } from "paralab/views/timeline.js";
 
 export const KIND_COLOURS = { F: "#2563eb", B: "#16a34a", I: "#9333ea", W: "#d97706" };
@@ -205,16 +206,71 @@ function idealGridSvg(schedule, frame, { slow }) {
   return svg;
 }
 
-/** Each cell of the ideal grid as done, running (outlined) or todo (faded) at the cursor. */
-function showProgress(svg, progress) {
-  for (const cell of svg.querySelectorAll(".ideal-cell")) {
-    const action = (cell.action ??= parseAction(cell.dataset.action));
-    const states = (action.overlap || [action]).map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
-    const state = states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
-    const cls = ["ideal-cell", action.overlap && "overlap", state].filter(Boolean).join(" ");
-    if (cell.getAttribute("class") !== cls) cell.setAttribute("class", cls);
+/** An ideal action's state at the cursor: "done", "running" (outlined) or "todo" (faded). */
+function cellState(action, progress) {
+  const states = (action.overlap || [action]).map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
+  return states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
+}
+
+// ---- the ideal grid of a big run: painted (gantt-canvas.js), its slots as the time axis ----------------
+
+const parsedGrids = new WeakMap();   // schedule event → its grid's cells parsed, once
+function parsedGrid(schedule) {
+  if (!parsedGrids.has(schedule)) parsedGrids.set(schedule, (schedule.grid || []).map((row) => row.map(parseAction)));
+  return parsedGrids.get(schedule);
+}
+
+/** Whether the grid is big enough to be painted rather than drawn as SVG (a node or three per cell). */
+function paintsGrid(schedule) {
+  return (schedule.grid || []).reduce((n, row) => n + row.length, 0) > CANVAS_BLOCKS;
+}
+
+/** The grid as a Gantt chart's rows: a block per slot, faded where the ranks have not run it at the cursor. */
+function idealRows(schedule, progress, slow) {
+  const placement = schedule.placement;
+  const grid = parsedGrid(schedule);
+  const cols = Math.max(1, ...grid.map((row) => row.length));
+  return grid.map((row, r) => {
+    const blocks = [];
+    row.forEach((action, c) => {
+      if (!action) return;
+      const parts = action.overlap || [action];
+      const state = cellState(action, progress);
+      const colours = look(parts[0].kind, chunkOf(placement, r, parts[0].stage));
+      blocks.push({ t0: c, t1: c + 1, ...colours, text: parts.length > 1 ? parts.map((a) => `${a.kind}${a.mb}`).join("+") : parts[0].mb,
+                    short: parts[0].mb, faded: state === "todo", cls: state === "running" ? "current" : null,
+                    get title() { return t("slot {slot}: {action}", { slot: c, action: slotAction(action) }); } });
+    });
+    return { rank: r, sub: stagesText(placement, r), badge: slow.has(r) ? t("slow") : null, lanes: [{ height: 1.7, blocks }],
+             right: t("busy {percent}%", { percent: Math.round((100 * blocks.length) / cols) }) };
+  });
+}
+
+/** The painted grid in `canvas`, repainted only when what the ranks have run changed. */
+function paintIdealGrid(canvas, schedule, frame, slow, progress) {
+  const running = [...progress].filter(([, st]) => st === "running").map(([key]) => key);
+  const drawn = [frame.width, frame.rem, progress.size, ...running].join(",");
+  if (canvas.drawnProgress === drawn) return canvas;
+  canvas.drawnProgress = drawn;
+  const cols = Math.max(1, ...(schedule.grid || []).map((row) => row.length));
+  return ganttCanvas(canvas, { rows: idealRows(schedule, progress, slow), axis: { start: 0, end: cols, step: cols > 40 ? 10 : 5 }, frame,
+    axisLabel: "slots of the ideal schedule: every action one unit of time", className: "ideal-grid", gap: 1.3,
+    ariaLabel: t("the ideal {schedule} grid: {ranks} ranks × {cols} slots", { schedule: schedule.schedule, ranks: schedule.grid.length, cols }),
+    tickText: (slot) => (Math.abs(slot - Math.round(slot)) < 1e-6 ? String(Math.round(slot)) : "") });
+}
+
+/** Each cell of the ideal grid as done, running (outlined) or todo (faded) at the cursor. The cells and
+ *  what each shows are kept beside the drawing: a step reads no DOM and writes only the cells it changes. */
+function showProgress(section, progress) {
+  section.cells ??= [...section.querySelectorAll(".ideal-cell")].map((node) => ({ node, action: parseAction(node.dataset.action), shown: null }));
+  for (const cell of section.cells) {
+    const { action } = cell;
+    const state = cellState(action, progress);
+    if (cell.shown === state) continue;
+    cell.shown = state;
+    cell.node.setAttribute("class", ["ideal-cell", action.overlap && "overlap", state].filter(Boolean).join(" "));
   }
-  return svg;
+  return section;
 }
 
 // ---- the bubble --------------------------------------------------------------------------------------
@@ -398,7 +454,10 @@ export function renderPipeline(container, state, { runId, params, contents }) {
          place(keep(["measured-wrap"], () => h("div", { class: "gantt-wrap" })), [measured.svg])]
       : [keep(["no-compute"], () => h("p", { class: "empty" }, "No stage has computed yet at this step."))]),
     state.schedule
-      ? showProgress(keep(["ideal", runId, state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state))
+      ? (paintsGrid(state.schedule)
+        ? paintedIdeal(keep(["ideal-painted", runId, state.schedule.seq], () => idealSection(state.schedule, schedule, frame, slow, { painted: true })),
+          state.schedule, frame, slow, progressOf(state))
+        : showProgress(keep(["ideal", runId, state.schedule.seq, width, rem, [...slow]], () => idealSection(state.schedule, schedule, frame, slow)), progressOf(state)))
       : contents?.kinds.has("schedule")
         ? keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event."))
         : null,
@@ -452,14 +511,15 @@ function activationsSection(section, svg) {
   return section;
 }
 
-/** The ideal grid with its title and notes (progress is marked on it at each step by `showProgress`). */
-function idealSection(scheduleEvent, schedule, frame, slow) {
+/** The ideal grid with its title and notes (progress is marked on it at each step by `showProgress`, or
+ *  `paintedIdeal` where the grid is painted: `painted`, an empty canvas to paint). */
+function idealSection(scheduleEvent, schedule, frame, slow, { painted = false } = {}) {
   const notes = scheduleEvent.notes || [];
   return h("div", { class: "ideal" },
     h("h3", { class: "chart-title" }, "Ideal ", h("span", { class: "panel-note" },
       OWN_ENGINE[schedule] ? "the order paralab's engine runs, each action one slot, as early as its inputs allow"
         : t("torch's own order of actions for Schedule{schedule}, each one slot, as early as its inputs allow", { schedule }))),
-    h("div", { class: "gantt-wrap" }, idealGridSvg(scheduleEvent, frame, { slow })),
+    h("div", { class: "gantt-wrap" }, painted ? h("canvas", {}) : idealGridSvg(scheduleEvent, frame, { slow })),
     h("p", { class: "ideal-progress" }, "Faded: actions the ranks have not run yet at this step; outlined: running now."),
     notes.length
       ? h("div", { class: "grid-notes", role: "note" },
@@ -467,6 +527,12 @@ function idealSection(scheduleEvent, schedule, frame, slow) {
           h("ul", {}, notes.map((n) => h("li", {}, n))),
           h("p", {}, "The grid above is the corrected one: the order the ranks actually ran."))
       : null);
+}
+
+/** The painted ideal grid's section with the grid repainted for the cursor (and the panel's width). */
+function paintedIdeal(section, scheduleEvent, frame, slow, progress) {
+  paintIdealGrid(section.querySelector("canvas"), scheduleEvent, frame, slow, progress);
+  return section;
 }
 
 function peakTable(state) {

@@ -24,6 +24,9 @@ export const RING_METRICS = ["steps_ring", "steps_recursive_doubling"];
 const CONTINUES = { "all-gather": "reduce-scatter" };   // a phase that works on the previous phase's buffer
 const INPUT_NAMES = ["input", "before"];
 const CYCLE_S = 1.8;
+// A step of more transfers than this (a pipeline's sends carry no step label: one step of thousands)
+// draws those still under way and the latest delivered, up to this many; the counts say how many in all.
+export const MOST_ARROWS = 24;
 
 /** "reduce-scatter step 2: send chunk 3, …" → {key: "reduce-scatter step 2", stem: "reduce-scatter", n: 2}. */
 export function stepOf(label) {
@@ -78,8 +81,7 @@ function stepAtCursor(state, steps) {
     if (named && steps.some((st) => st.key === named)) return named;
   }
   // else: the step the rank of the event (or the furthest rank) is in
-  const spans = e && e.rank !== null && e.rank !== undefined ? state.p2p.filter((sp) => sp.rank === e.rank) : state.p2p;
-  const last = spans[spans.length - 1] || state.p2p[state.p2p.length - 1];
+  const last = (e && e.rank !== null && e.rank !== undefined ? state.p2p.findLast((sp) => sp.rank === e.rank) : null) || state.p2p[state.p2p.length - 1];
   return last ? stepOf(last.label).key : null;
 }
 
@@ -98,34 +100,29 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
     return true;
   }
-  const steps = [];
-  for (const sp of [...state.p2p, ...gated]) {
-    const st = stepOf(sp.label);
-    if (!steps.some((x) => x.key === st.key)) steps.push(st);
-  }
+  const byKey = new Map();
+  for (const sp of state.p2p) if (!byKey.has(sp.label)) byKey.set(sp.label, stepOf(sp.label));
+  for (const g of gated) if (!byKey.has(g.label)) byKey.set(g.label, stepOf(g.label));
+  const steps = [...new Map([...byKey.values()].map((st) => [st.key, st])).values()];
   const current = stepAtCursor(state, steps);
   const step = steps.find((x) => x.key === current) || steps[steps.length - 1];
-  const spans = state.p2p.filter((sp) => stepOf(sp.label).key === step.key);
+  const spans = state.p2p.filter((sp) => byKey.get(sp.label).key === step.key);
   const rem = remPx();
   const width = Math.max(360, sizeOf(container).width || 640);
   const world = worldSize || state.ranks.length;
   const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
   const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
-  const key = [runId, rem, width, steps.length, step.key, ...spans.map((sp) => `${sp.seq}:${sp.end ? 1 : 0}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
-    state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq].join(",");
-  if (!changed(container, key)) return true;
-
-  // sends of this step, each with its matching recv
-  const sends = spans.filter((sp) => sp.op === "send").map((send) => {
-    const recv = spans.find((r) => r.op === "recv" && r.rank === send.peer && (r.peer === send.rank || r.peer === null || r.peer === undefined) && r.tag === send.tag);
-    const status = recv?.end ? "delivered" : "flying";
-    return { from: send.rank, to: send.peer, chunk: chunkOf(send.begin || send, "send"), status, send, recv };
-  });
-  const waitingRecvs = spans.filter((r) => r.op === "recv" && !sends.some((x) => x.recv === r))
-    .map((r) => ({ from: r.peer, to: r.rank, chunk: chunkOf(r.begin || r, "recv"), status: "waiting", recv: r }));
+  const { sends, waitingRecvs } = pairUp(spans);
   const atGates = gatedHere.filter((g) => g.op === "send")
     .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
-  const arrows = [...sends, ...waitingRecvs, ...atGates];
+  const all = [...sends, ...waitingRecvs, ...atGates];
+  const arrows = all.length > MOST_ARROWS ? latestArrows(all) : all;
+  for (const a of arrows) if (!("chunk" in a)) a.chunk = a.send ? chunkOf(a.send.begin || a.send, "send") : chunkOf(a.recv.begin || a.recv, "recv");
+  const delivered = sends.filter((x) => x.status === "delivered").length;
+  const key = [runId, rem, width, steps.length, step.key, all.length, delivered, waitingRecvs.length,
+    ...arrows.map((a) => `${a.send?.seq}>${a.recv?.seq}:${a.status}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
+    state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq, state.event?.rank].join(",");
+  if (!changed(container, key)) return true;
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
   const n = Math.max(1, ...values.map((v) => v.length));
@@ -228,7 +225,6 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   });
   place(svg, parts);
 
-  const delivered = sends.filter((x) => x.status === "delivered").length;
   const detail = spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
   const ringSteps = state.metrics.get("steps_ring");
   const doubling = state.metrics.get("steps_recursive_doubling");
@@ -243,11 +239,59 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
       waitingRecvs.length ? ` · ${tPlural(waitingRecvs.length, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",
       atGates.length ? ` · ${tPlural(atGates.length, "{n} send held at a gate (dotted)", "{n} sends held at a gate (dotted)")}` : "",
-      ` · ${t("dashed outline: the chunk being received, solid: the chunk sent")}`),
+      ` · ${t("dashed outline: the chunk being received, solid: the chunk sent")}`,
+      arrows.length < all.length ? ` · ${t("drawn: the {n} latest (the chart above has them all)", { n: arrows.length })}` : ""),
     ringSteps || doubling ? cache.get(JSON.stringify(["steps", ringSteps, doubling]), () => stepsTable(ringSteps, doubling)) : null,
   ].filter(Boolean));
   cache.done();
   return true;
+}
+
+/**
+ * This step's sends, each with the recv that took it — the first recv from its rank with its tag not
+ * taken by an earlier send (a recv from any rank takes whoever comes first) — and the recvs no send
+ * of the step answers yet. One pass over the step's calls, however many.
+ */
+function pairUp(spans) {
+  const queues = new Map();    // "rank<peer:tag" (peer "*": from any rank) → that rank's recvs, in order, and how many are taken
+  const queue = (key) => queues.get(key) || queues.set(key, { recvs: [], next: 0 }).get(key);
+  for (const r of spans) {
+    if (r.op === "recv") queue(`${r.rank}<${r.peer ?? "*"}:${r.tag}`).recvs.push(r);
+  }
+  const taken = new Set();
+  const firstFree = (q) => {
+    while (q && q.next < q.recvs.length && taken.has(q.recvs[q.next])) q.next += 1;
+    return q?.recvs[q.next];
+  };
+  const sends = spans.filter((sp) => sp.op === "send").map((send) => {
+    const named = firstFree(queues.get(`${send.peer}<${send.rank}:${send.tag}`));
+    const anyone = firstFree(queues.get(`${send.peer}<*:${send.tag}`));
+    const recv = named && anyone ? (named.seq < anyone.seq ? named : anyone) : named || anyone;
+    if (recv) taken.add(recv);
+    return { from: send.rank, to: send.peer, status: recv?.end ? "delivered" : "flying", send, recv };
+  });
+  const waitingRecvs = spans.filter((r) => r.op === "recv" && !taken.has(r))
+    .map((r) => ({ from: r.peer, to: r.rank, status: "waiting", recv: r }));
+  return { sends, waitingRecvs };
+}
+
+/** The transfers still under way, and the latest delivered, `MOST_ARROWS` in all, in their order. */
+function latestArrows(arrows) {
+  const lastSeq = (a) => Math.max(a.send?.end?.seq ?? a.send?.seq ?? 0, a.recv?.end?.seq ?? a.recv?.seq ?? 0);
+  const open = arrows.filter((a) => a.status !== "delivered");
+  const room = Math.max(0, MOST_ARROWS - open.length);
+  const done = [];            // the `room` delivered last, latest first (one pass: thousands delivered, a few kept)
+  for (const a of arrows) {
+    if (a.status !== "delivered" || !room) continue;
+    const seq = lastSeq(a);
+    if (done.length === room && seq <= done[room - 1].seq) continue;
+    let i = Math.min(done.length, room - 1);
+    while (i > 0 && done[i - 1].seq < seq) i -= 1;
+    done.splice(i, 0, { seq, a });
+    done.length = Math.min(done.length, room);
+  }
+  const kept = new Set([...open.slice(-MOST_ARROWS), ...done.map((d) => d.a)]);
+  return arrows.filter((a) => kept.has(a));
 }
 
 /** ": 3 · 5", the values a finished recv got (its end's preview), or "" before it ends or without one. */
