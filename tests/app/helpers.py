@@ -157,9 +157,10 @@ class RunProcesses:
             time.sleep(0.05)
 
 
-def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 120) -> list[dict]:
+def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 280) -> list[dict]:
     """Start the runs a few at a time (the server runs two at once and queues the rest), wait for
-    every one; each result is {"run": its final state, "events": its event log}."""
+    every one; each result is {"run": its final state, "events": its event log}. `timeout` is a stop for
+    runs that never end (each has the server's time limit besides), within the tests' 300 s."""
     results: list[dict | None] = [None] * len(specs)
     pending, running = list(enumerate(specs)), {}
     deadline = time.monotonic() + timeout

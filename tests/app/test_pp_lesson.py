@@ -39,7 +39,7 @@ def schedule_names(server) -> list[str]:
     return schema["enum"]
 
 
-def run_all(server, specs: list[tuple[str, int, dict]], timeout: float = 100) -> list[dict]:
+def run_all(server, specs: list[tuple[str, int, dict]], timeout: float = 280) -> list[dict]:
     """Start every run (the server runs two at once and queues the rest), then wait for all; each
     result is {"run": final state, "events": its event log}."""
     ids = [server.start_run(lesson, world, params)["id"] for lesson, world, params in specs]
