@@ -157,7 +157,7 @@ class LiveServer:
 
     # ---- helpers the tests share ----
     def start_run(self, lesson: str, world_size: int, params: dict | None = None, **extra) -> dict:
-        response = httpx.post(self.url + "/api/runs",
+        response = httpx.post(self.url + "/api/runs", timeout=60,     # httpx's 5 s: too short on loaded cores
                               json={"lesson": lesson, "world_size": world_size, "params": params or {}, **extra})
         assert response.status_code == 201, response.text
         return response.json()
@@ -165,7 +165,7 @@ class LiveServer:
     def wait_run(self, run_id: str, timeout: float = 60) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            run = httpx.get(f"{self.url}/api/runs/{run_id}").json()
+            run = httpx.get(f"{self.url}/api/runs/{run_id}", timeout=60).json()
             if run["status"] in ("done", "failed", "cancelled"):
                 return run
             time.sleep(0.05)

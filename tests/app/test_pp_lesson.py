@@ -45,7 +45,7 @@ def run_all(server, specs: list[tuple[str, int, dict]], timeout: float = 280) ->
     ids = [server.start_run(lesson, world, params)["id"] for lesson, world, params in specs]
     deadline = time.monotonic() + timeout
     results = []
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    with httpx.Client(base_url=server.url, timeout=60) as client:
         for run_id, spec in zip(ids, specs):
             while (run := client.get(f"/api/runs/{run_id}").json())["status"] not in FINAL:
                 assert time.monotonic() < deadline, f"run {spec} did not finish"
