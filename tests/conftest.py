@@ -23,7 +23,7 @@ BROWSER_TESTS = REPO / "tests" / "browser"
 # run for its module), when it is a parametrized test on the live server past its first case (every
 # case is a real run: the fast loop runs one of each), or when it is listed here, by file or by
 # file::test (measured with --durations: several seconds).
-SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished", "every_lesson_logs"}
+SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished", "every_lesson_logs", "planted_server"}
 SLOW_TESTS = {
     "tests/app/test_hangs.py",                  # every bug waits for the hang timeout (10 s)
     "tests/app/test_pp_lesson.py::test_measured_bubble_is_the_formulas",
@@ -36,7 +36,7 @@ SLOW_TESTS = {
 # Made once per session and shared by several modules: with `-n` (pytest-xdist), the modules that use
 # one of these run on the same worker, so that it is made once there (the plain `server` is cheap
 # enough to start on each worker).
-SHARED_FIXTURES = ("every_lesson_logs", "limited_server")
+SHARED_FIXTURES = ("every_lesson_logs", "limited_server", "planted_server", "spawn_server")
 
 
 @pytest.hookimpl(tryfirst=True)      # before xdist reads the groups
@@ -157,7 +157,7 @@ class LiveServer:
 
     # ---- helpers the tests share ----
     def start_run(self, lesson: str, world_size: int, params: dict | None = None, **extra) -> dict:
-        response = httpx.post(self.url + "/api/runs",
+        response = httpx.post(self.url + "/api/runs", timeout=60,     # httpx's 5 s: too short on loaded cores
                               json={"lesson": lesson, "world_size": world_size, "params": params or {}, **extra})
         assert response.status_code == 201, response.text
         return response.json()
@@ -165,7 +165,7 @@ class LiveServer:
     def wait_run(self, run_id: str, timeout: float = 60) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            run = httpx.get(f"{self.url}/api/runs/{run_id}").json()
+            run = httpx.get(f"{self.url}/api/runs/{run_id}", timeout=60).json()
             if run["status"] in ("done", "failed", "cancelled"):
                 return run
             time.sleep(0.05)
@@ -195,3 +195,23 @@ def server_factory(tmp_path):
     yield make
     for live in started:
         live.stop()
+
+
+@pytest.fixture(scope="session")
+def spawn_mode_server(tmp_path_factory) -> LiveServer:
+    """A server in spawn mode (macOS's start method, forced with PARALAB_START_METHOD=spawn): its standby
+    ranks each import torch, so it is started once for the modules that need it. SPAWN_TEST_TAG, inherited
+    by every process it starts, tells its slot and standbys apart from another server's."""
+    data_dir = tmp_path_factory.mktemp("paralab-spawn")
+    live = LiveServer(data_dir, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2",
+                                     "SPAWN_TEST_TAG": str(data_dir)})
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def spawn_server(spawn_mode_server) -> LiveServer:
+    """The spawn-mode server, started on first use and again where a test before this one stopped it."""
+    if spawn_mode_server.proc is None or spawn_mode_server.proc.poll() is not None:
+        spawn_mode_server.start()
+    return spawn_mode_server

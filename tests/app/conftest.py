@@ -16,6 +16,19 @@ def limited_server(tmp_path_factory) -> LiveServer:
     live.stop()
 
 
+@pytest.fixture(scope="session")
+def planted_server(tmp_path_factory) -> LiveServer:
+    """A server whose lessons include every copy with a planted bug (tests/app/planted.py PLANTED)."""
+    from tests.app.planted import PLANTED, plant, server_with
+
+    folder = tmp_path_factory.mktemp("planted")
+    for new_id, (lesson, file, line, bug) in PLANTED.items():
+        plant(folder, lesson, new_id, file, line, bug)
+    live = server_with(folder, tmp_path_factory.mktemp("planted-data"))
+    yield live
+    live.stop()
+
+
 # Every lesson at 2 and 4 ranks, plus the variants whose logs are the busiest: run once per session and
 # shared by the tests that check a property of every lesson's log (causal order, the protocol).
 EVERY_LESSON_PARAMS = {   # default parameters, except where they do not fit the world size or would wait long

@@ -18,15 +18,20 @@ from websockets.sync.client import connect
 FINAL = ("done", "failed", "cancelled")
 
 
+# How long a test waits for the server's answer: httpx's 5 s is too short for a big run's log while the
+# server's two cores also run ranks (and, at times, another suite).
+ANSWER_S = 60
+
+
 def events(server, run_id: str, since: int = 0) -> list[dict]:
-    response = httpx.get(f"{server.url}/api/runs/{run_id}/events", params={"since": since})
+    response = httpx.get(f"{server.url}/api/runs/{run_id}/events", params={"since": since}, timeout=ANSWER_S)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/x-ndjson")
     return [json.loads(line) for line in response.text.splitlines()]
 
 
 def run_count(server) -> int:
-    return len(httpx.get(f"{server.url}/api/runs", params={"limit": 1_000_000}).json())
+    return len(httpx.get(f"{server.url}/api/runs", params={"limit": 1_000_000}, timeout=ANSWER_S).json())
 
 
 def is_final(event: dict) -> bool:
@@ -157,13 +162,14 @@ class RunProcesses:
             time.sleep(0.05)
 
 
-def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 120) -> list[dict]:
+def run_all(server, specs: list[tuple[str, int, dict]], in_flight: int = 6, timeout: float = 280) -> list[dict]:
     """Start the runs a few at a time (the server runs two at once and queues the rest), wait for
-    every one; each result is {"run": its final state, "events": its event log}."""
+    every one; each result is {"run": its final state, "events": its event log}. `timeout` is a stop for
+    runs that never end (each has the server's time limit besides), within the tests' 300 s."""
     results: list[dict | None] = [None] * len(specs)
     pending, running = list(enumerate(specs)), {}
     deadline = time.monotonic() + timeout
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    with httpx.Client(base_url=server.url, timeout=ANSWER_S) as client:
         while pending or running:
             assert time.monotonic() < deadline, f"runs did not finish: {[specs[i] for i in running]}"
             while pending and len(running) < in_flight:

@@ -1,6 +1,8 @@
 """A lesson with one planted bug: the lesson's package copied to a folder of its own under a new id,
 one line of one file changed, and a live server that loads it through PARALAB_LESSONS_PATH (beside
-the tests' extra lessons) — so a test can show that the lesson's checks catch the bug."""
+the tests' extra lessons) — so a test can show that the lesson's checks catch the bug. Every bug in
+PLANTED is planted in one folder, served by one server for the session (`planted_server` in
+tests/app/conftest.py): a server start costs more than the runs the tests make on it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,19 @@ from pathlib import Path
 
 from tests.conftest import EXTRA_LESSONS, LiveServer
 from workers.lessons import LESSONS
+
+
+# new id: (lesson, file, line, bug)
+PLANTED = {
+    # the reduce-scatter of the gradients sums them (the average forgotten): tests/app/test_zero_lesson.py
+    "zero_summed": ("zero", "program.py", "return comm.reduce_scatter(padded, label=label) / world",
+                    "return comm.reduce_scatter(padded, label=label)"),
+    # rank 1 all-reduces one row fewer in g: a size mismatch, tests/app/test_hangs.py
+    "tp_mlp_short": ("tp_mlp", "program.py",
+                     'return comm.all_reduce(x.clone(), group=group, label="g forward: sum the partial outputs")',
+                     'return comm.all_reduce(x[: x.shape[0] - torch.distributed.get_rank()].clone(), group=group, '
+                     'label="g forward: sum the partial outputs")'),
+}
 
 
 def plant(folder: Path, lesson: str, new_id: str, file: str, line: str, bug: str) -> None:

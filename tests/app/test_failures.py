@@ -151,8 +151,11 @@ def test_bad_control_messages_get_an_error_and_the_run_goes_on(server):
 def test_runs_queue_beyond_the_concurrency_limit_and_a_full_queue_is_a_503(limited_server):
     server = limited_server                                   # one run at a time, one queued at most
     with RunProcesses(server) as procs:
-        running = server.start_run("crash", 2, {"how": "hang", "rank": 1})
-        _wait_running(server, running["id"], 2)
+        # a step-mode run nobody steps holds the slot until cancelled (the 3 s limit is a plain run's):
+        # however slow the machine, the slot is still taken while the queue is looked at
+        running = server.start_run("crash", 2, {"how": "none"}, step=True)
+        wait_for(lambda: {e["rank"] for e in events(server, running["id"])
+                          if e["kind"] == "gate" and e["phase"] == "waiting"} >= {0, 1})
         queued = server.start_run("crash", 1, {"how": "none"})
         assert queued["status"] == "queued"
         assert [(e["kind"], e["status"], e["position"]) for e in events(server, queued["id"])] == [("run", "queued", 1)]

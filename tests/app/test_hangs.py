@@ -13,7 +13,6 @@ import pytest
 
 from app.flight_recorder import ranks_phrase
 from tests.app.helpers import RunProcesses, descendants, events, is_final, launcher_pid, processes, ws_connect
-from tests.app.planted import plant, server_with
 from tests.app.test_step_mode import Stepper
 
 TIMEOUT_S = 2
@@ -154,19 +153,11 @@ def test_at_2_ranks_a_mismatch_gets_the_same_diagnosis_whether_it_hangs_or_gloo_
         assert begun["op"] == ("all_gather" if bug == "op_mismatch" and rank == 1 else "all_reduce")
 
 
-def test_a_shape_bug_planted_in_tp_mlp_is_diagnosed_at_2_ranks(tmp_path_factory):
-    """A copy of tp_mlp whose rank 1 all-reduces one row fewer in g: gloo aborts (or the run hangs), and
-    the report names the size mismatch and each rank's shape, from the ranks' last collectives."""
-    folder = tmp_path_factory.mktemp("planted")
-    plant(folder, "tp_mlp", "tp_mlp_short", "program.py",
-          'return comm.all_reduce(x.clone(), group=group, label="g forward: sum the partial outputs")',
-          'return comm.all_reduce(x[: x.shape[0] - torch.distributed.get_rank()].clone(), group=group, '
-          'label="g forward: sum the partial outputs")')
-    live = server_with(folder, tmp_path_factory.mktemp("planted-data"), "--hang-timeout", str(TIMEOUT_S))
-    try:
-        run = live.run("tp_mlp_short", 2)
-    finally:
-        live.stop()
+def test_a_shape_bug_planted_in_tp_mlp_is_diagnosed_at_2_ranks(planted_server):
+    """A copy of tp_mlp whose rank 1 all-reduces one row fewer in g (tests/app/planted.py): gloo aborts
+    (or the run hangs), and the report names the size mismatch and each rank's shape, from the ranks'
+    last collectives."""
+    run = planted_server.run("tp_mlp_short", 2)
     error = run["error"]
     assert run["status"] == "failed" and error["kind"] in ("hang", "crash"), error
     assert (error["mismatch"], error["group"], error["missing"]) == ("size mismatch", "tp", [])

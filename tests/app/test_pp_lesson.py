@@ -39,13 +39,13 @@ def schedule_names(server) -> list[str]:
     return schema["enum"]
 
 
-def run_all(server, specs: list[tuple[str, int, dict]], timeout: float = 100) -> list[dict]:
+def run_all(server, specs: list[tuple[str, int, dict]], timeout: float = 280) -> list[dict]:
     """Start every run (the server runs two at once and queues the rest), then wait for all; each
     result is {"run": final state, "events": its event log}."""
     ids = [server.start_run(lesson, world, params)["id"] for lesson, world, params in specs]
     deadline = time.monotonic() + timeout
     results = []
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    with httpx.Client(base_url=server.url, timeout=60) as client:
         for run_id, spec in zip(ids, specs):
             while (run := client.get(f"/api/runs/{run_id}").json())["status"] not in FINAL:
                 assert time.monotonic() < deadline, f"run {spec} did not finish"

@@ -40,9 +40,9 @@ def test_a_short_print_is_kept_whole(server):
     assert printed[0]["dropped_bytes"] == 0 and "capped" not in printed[0]["message"]
 
 
-def test_in_spawn_mode_a_ranks_flood_is_capped_the_same_way(server_factory, tmp_path):
+def test_in_spawn_mode_a_ranks_flood_is_capped_the_same_way(spawn_server):
     """Spawn mode (macOS's start method): a standby's prints go to a pipe its slot reads."""
-    spawn = server_factory(tmp_path, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2"})
+    spawn = spawn_server
     run = spawn.wait_run(spawn.start_run("crash", 2, {"how": "flood", "rank": 0})["id"], timeout=120)
     assert run["status"] == "done", run["error"]
     printed = [e for e in events(spawn, run["id"]) if e["kind"] == "log" and e.get("level") == "output"]

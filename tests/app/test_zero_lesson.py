@@ -20,7 +20,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tests.app.helpers import of_rank, run_all
-from tests.app.planted import plant, server_with
 
 LAYERS, HIDDEN, BATCH, STEPS, SEED, LR = 4, 16, 4, 2, 0, 0.01       # the lesson's defaults
 PSI = LAYERS * (HIDDEN * HIDDEN + HIDDEN)                            # Ψ = 1088
@@ -116,17 +115,9 @@ def test_each_ranks_gradient_pieces_are_its_pieces_of_one_process_gradient(finis
 
 
 @pytest.fixture(scope="module")
-def summed(tmp_path_factory) -> dict[int, dict]:
+def summed(planted_server) -> dict[int, dict]:
     """A copy of the lesson whose reduce-scatter sums the gradients (the average forgotten), each stage at 2 ranks."""
-    folder = tmp_path_factory.mktemp("planted")
-    plant(folder, "zero", "zero_summed", "program.py",
-          "return comm.reduce_scatter(padded, label=label) / world",
-          "return comm.reduce_scatter(padded, label=label)")
-    live = server_with(folder, tmp_path_factory.mktemp("planted-data"))
-    try:
-        results = run_all(live, [("zero_summed", 2, {"stage": stage}) for stage in (1, 2, 3)])
-    finally:
-        live.stop()
+    results = run_all(planted_server, [("zero_summed", 2, {"stage": stage}) for stage in (1, 2, 3)])
     return dict(zip((1, 2, 3), results))
 
 

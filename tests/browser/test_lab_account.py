@@ -10,6 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.conftest import LiveServer
 from workers import sandbox
 
 pytestmark = [pytest.mark.browser,
@@ -18,15 +19,25 @@ pytestmark = [pytest.mark.browser,
 FOREVER = "import torch\n\n\ndef ring_all_reduce(x, rank, world):\n    while True:\n        pass\n"
 
 
-@pytest.fixture
-def lab(server_factory):
-    live = server_factory(env={"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1",
-                               "PARALAB_SECRET_KEY": "test-key"})
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """One hosted lab for the module: ada changes her own password, the admin resets ned's and deletes zed."""
+    live = LiveServer(tmp_path_factory.mktemp("paralab-accounts"), env={
+        "PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1", "PARALAB_SECRET_KEY": "test-key"}).start()
     with httpx.Client(base_url=live.url) as admin:
         assert admin.post("/api/auth/login", json={"name": "admin", "password": "admin-secret-1"}).status_code == 200
-        for name in ("ada", "zed"):
+        for name in ("ada", "ned", "zed"):
             assert admin.post("/api/admin/users", json={"name": name, "password": f"{name}-pass-1"}).status_code == 201
-    return live
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def lab(lab_server):
+    """The module's lab, started again (same data) where a test before this one stopped it."""
+    if lab_server.proc.poll() is not None:
+        lab_server.start()
+    return lab_server
 
 
 def sign_in(page, url: str, name: str, password: str) -> None:
@@ -80,12 +91,12 @@ def test_a_student_changes_their_password_and_cancels_a_submission_being_judged(
 
 def test_the_admin_resets_a_password_and_deletes_a_user(lab, page):
     sign_in(page, lab.url + "/admin", "admin", "admin-secret-1")
-    ada = page.locator('#users tr[data-user="ada"]')
+    ned = page.locator('#users tr[data-user="ned"]')
     expect(page.locator('#users tr[data-user="admin"] [data-action="delete-user"]')).to_have_count(0)  # not yourself
-    page.once("dialog", lambda dialog: dialog.accept("ada-pass-9"))
-    ada.locator('[data-action="reset-password"]').click()
-    expect(page.locator("#admin-status")).to_have_text("The password of ada is reset; their sessions have ended.")
-    assert signs_in(lab, "ada", "ada-pass-9") and not signs_in(lab, "ada", "ada-pass-1")
+    page.once("dialog", lambda dialog: dialog.accept("ned-pass-9"))
+    ned.locator('[data-action="reset-password"]').click()
+    expect(page.locator("#admin-status")).to_have_text("The password of ned is reset; their sessions have ended.")
+    assert signs_in(lab, "ned", "ned-pass-9") and not signs_in(lab, "ned", "ned-pass-1")
 
     asked = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))

@@ -17,7 +17,8 @@ from workers.problems import PROBLEMS
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
 
-# each wrong solution and the checks it must fail (it may fail others too)
+# each wrong solution and the checks it must fail (it may fail others too); ring_allreduce's reference
+# passing and ring_allreduce/chunk_index failing "sum" are judged by the command-line test below
 WRONG_SOLUTIONS = {
     "fg_operators/no_backward_allreduce": {"input gradient dX", "communication"},
     "fg_operators/swapped": {"output Y", "W1 shard gradient"},
@@ -25,7 +26,6 @@ WRONG_SOLUTIONS = {
     "sp_mlp_block/all_reduce_then_slice": {"communication"},
     "pp_1f1b_loop/gpipe_order": {"1F1B order", "activations held"},
     "pp_1f1b_loop/warmup_too_long": {"1F1B order", "activations held"},
-    "ring_allreduce/chunk_index": {"sum"},
     "ring_allreduce/uses_all_reduce": {"communication"},
     "fsdp_wrapper/all_reduce_then_slice": {"communication"},
     "fsdp_wrapper/no_mean": {"gradient shard"},
@@ -42,9 +42,9 @@ def test_the_four_problems_are_listed():
 
 
 @needs_sandbox
-@pytest.mark.timeout(600)        # twenty-one judgments, two at a time: about 2 min on an idle 2-core machine
+@pytest.mark.timeout(600)        # nineteen judgments, two at a time: about 2 min on an idle 2-core machine
 def test_reference_solutions_pass_and_wrong_ones_fail_the_right_checks():
-    jobs = [(p, (PROBLEMS[p].dir / "reference.py").read_text(), None) for p in PROBLEMS]
+    jobs = [(p, (PROBLEMS[p].dir / "reference.py").read_text(), None) for p in PROBLEMS if p != "ring_allreduce"]
     jobs += [(name.split("/")[0], wrong_solution(name), must_fail) for name, must_fail in WRONG_SOLUTIONS.items()]
     with ThreadPoolExecutor(2) as pool:
         verdicts = list(pool.map(lambda job: judge(job[0], job[1]), jobs))
@@ -77,6 +77,8 @@ def test_an_unknown_problem_is_refused():
 
 @needs_sandbox
 def test_the_command_line_prints_each_check_and_exits_with_the_verdict(tmp_path):
+    """Also the verdicts on ring_allreduce that the test above leaves to this one: the reference passes
+    every check (exit 0), chunk_index fails "sum"."""
     def cli(problem, path):
         return subprocess.run([sys.executable, "-m", "workers.judge", problem, str(path)],
                               capture_output=True, text=True, cwd=REPO, timeout=180)

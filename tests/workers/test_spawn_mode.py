@@ -1,19 +1,12 @@
 """Spawn mode (the macOS start method, forced here with PARALAB_START_METHOD=spawn): the same runs,
-on standby ranks spawned ahead of time instead of forked from the warm launcher."""
+on standby ranks spawned ahead of time instead of forked from the warm launcher. `spawn_server`:
+tests/conftest.py."""
 
 import os
 import time
 
 import httpx
 import pytest
-
-
-@pytest.fixture
-def spawn_server(server_factory, tmp_path):
-    # the tag, inherited by every process the server starts, tells its slot and standbys apart from
-    # those of another server (another suite running beside this one)
-    return server_factory(tmp_path, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2",
-                                         "SPAWN_TEST_TAG": str(tmp_path)})
 
 
 def _slot_processes(server) -> list[int]:
@@ -33,18 +26,24 @@ def _slot_processes(server) -> list[int]:
     return pids
 
 
+def finished(server, lesson: str, world: int, params: dict | None = None) -> dict:
+    """A run to its end: a standby imports torch before it runs, which takes minutes on loaded cores."""
+    return server.wait_run(server.start_run(lesson, world, params)["id"], timeout=240)
+
+
+@pytest.mark.timeout(900)          # the spawn server's start and three runs, each spawning ranks
 def test_spawn_mode_runs_lessons_reports_crashes_and_cleans_up(spawn_server):
     health = httpx.get(spawn_server.url + "/healthz").json()
     assert health["launcher"] == "ready"
 
-    run = spawn_server.run("tp_mlp", 2)
+    run = finished(spawn_server, "tp_mlp", 2)
     assert run["status"] == "done", run["error"]
     assert len(run["checks"]) == 8 and all(c["passed"] for c in run["checks"])
 
-    bigger = spawn_server.run("sp_mlp", 4)   # more ranks than the slot keeps warm
+    bigger = finished(spawn_server, "sp_mlp", 4)   # more ranks than the slot keeps warm
     assert bigger["status"] == "done" and all(c["passed"] for c in bigger["checks"])
 
-    crashed = spawn_server.run("crash", 2, {"how": "raise", "rank": 1})
+    crashed = finished(spawn_server, "crash", 2, {"how": "raise", "rank": 1})
     assert crashed["status"] == "failed"
     assert crashed["error"]["kind"] == "crash" and crashed["error"]["rank"] == 1
     assert "ZeroDivisionError" in crashed["error"]["message"]
