@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import time
 from typing import Callable
@@ -48,6 +49,8 @@ class Ingest:
             if rank is not None:
                 run.channels_open += 1
                 run.writers[rank] = writer
+                if run.stepping is not None and run.stepping != run.step:   # continue/pause said before it connected
+                    writer.write((json.dumps({"stepping": run.stepping}) + "\n").encode())
             while line := await reader.readline():
                 self.take(run, rank, decode(line))
         except (ValueError, ConnectionError, asyncio.IncompleteReadError) as exc:

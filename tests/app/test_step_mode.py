@@ -247,3 +247,20 @@ def test_tp_mlp_steps_to_the_end_one_release_at_a_time(server, world):
         assert releases >= len(calls(got, 0))
     finally:
         cancel(server, run["id"])
+
+
+def test_continue_said_before_the_ranks_start_reaches_them_when_they_do(limited_server):
+    """Pressing Continue at once (the ranks not started yet: here, the run queued behind another)
+    runs it to the end: a rank that connects after a continue or pause is told it."""
+    holder = limited_server.start_run("collectives", 2, {}, step=True)     # holds the one slot, never stepped
+    try:
+        run = limited_server.start_run("collectives", 2, {}, step=True)
+        assert httpx.get(f"{limited_server.url}/api/runs/{run['id']}").json()["status"] == "queued"
+        with ws_connect(limited_server, run["id"]) as ws:
+            ws.send(json.dumps({"op": "continue"}))
+            cancel(limited_server, holder["id"])                            # now its ranks start
+            got = ws_until_final(ws, timeout=60)
+        assert got[-1]["status"] == "done"
+        assert not [e for e in got if e["kind"] == "gate" and e["phase"] == "waiting"]
+    finally:
+        cancel(limited_server, holder["id"])
