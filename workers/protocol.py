@@ -326,9 +326,11 @@ class SupervisorReport:
     exits: list[dict[str, Json]]
     timed_out: bool
     output: list[dict[str, Json]] | None = None   # per rank that printed: {rank, bytes, tail}
+    node: str | None = None     # on a Ray cluster: the node whose ranks these are (each node reports its own)
 
     def to_dict(self) -> dict:
-        return {"supervisor": "exited", "exits": self.exits, "timed_out": self.timed_out, "output": self.output or []}
+        report = {"supervisor": "exited", "exits": self.exits, "timed_out": self.timed_out, "output": self.output or []}
+        return {**report, "node": self.node} if self.node else report
 
 
 def event(kind: str, **fields) -> dict:

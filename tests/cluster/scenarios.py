@@ -1,0 +1,182 @@
+"""The cluster tests' client, run inside the namespace beside a two-node Ray cluster
+(tests/cluster/in_namespace.py): it starts a paralab server with `--cluster`, runs each named scenario
+against it over HTTP, and writes what it saw as JSON for tests/cluster/test_ray_cluster.py to judge.
+
+    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d queue node_death
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import httpx
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests.cluster.in_namespace import WORKER_NODE_MANAGER_PORT  # noqa: E402
+
+PORT = 8765
+URL = f"http://127.0.0.1:{PORT}"
+FINAL = ("done", "failed", "cancelled")
+
+
+def start_server(data_dir: str) -> subprocess.Popen:
+    server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(PORT), "--data-dir", data_dir,
+                               "--cluster", os.environ["RAY_ADDRESS"], "--log-level", "warning"])
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{URL}/healthz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited with status {server.returncode}")
+        time.sleep(0.2)
+    raise RuntimeError("the server did not come up within 240 s")
+
+
+def post(body: dict) -> str:
+    response = httpx.post(f"{URL}/api/runs", json=body, timeout=30)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def run_state(run_id: str) -> dict:
+    return httpx.get(f"{URL}/api/runs/{run_id}", timeout=10).json()
+
+
+def wait_final(run_id: str, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = run_state(run_id)
+        if state["status"] in FINAL:
+            return state
+        time.sleep(0.1)
+    raise TimeoutError(f"run {run_id} did not end within {timeout} s")
+
+
+def events(run_id: str) -> list[dict]:
+    text = httpx.get(f"{URL}/api/runs/{run_id}/events", timeout=10).text
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def summary(run_id: str, state: dict) -> dict:
+    log = events(run_id)
+    hosts = {e["host"]: e["ranks"] for e in log if e["kind"] == "host"}
+    checks = [e for e in log if e["kind"] == "check"]
+    return {"status": state["status"], "error": state.get("error"), "hosts": hosts,
+            "checks": len(checks), "checks_passed": sum(bool(c["passed"]) for c in checks),
+            "ranks_with_events": sorted({e["rank"] for e in log if e.get("rank") is not None}),
+            "positions": sorted({e["position"] for e in log if e["kind"] == "run" and e.get("position")})}
+
+
+def one_run(body: dict) -> dict:
+    started = time.monotonic()
+    run_id = post(body)
+    result = summary(run_id, wait_final(run_id))
+    result["seconds"] = round(time.monotonic() - started, 2)
+    return result
+
+
+def scenario_tp_mlp() -> dict:
+    return one_run({"lesson": "tp_mlp", "world_size": 4, "placement": "spread"})
+
+
+def scenario_three_d() -> dict:
+    return one_run({"lesson": "three_d", "world_size": 8, "placement": "spread",
+                    "params": {"tp": 2, "pp": 2, "dp": 2}})
+
+
+def scenario_queue() -> dict:
+    started = time.monotonic()
+    ids = [post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread" if i % 2 else "pack"}) for i in range(20)]
+    runs = [summary(run_id, wait_final(run_id, timeout=300)) for run_id in ids]
+    return {"statuses": [r["status"] for r in runs], "errors": [r["error"] for r in runs if r["error"]],
+            "largest_position": max((max(r["positions"], default=0) for r in runs), default=0),
+            "seconds": round(time.monotonic() - started, 2)}
+
+
+def launcher_processes() -> list[int]:
+    """Every process forked from a warm launcher, and the launchers (they all carry its command line)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"workers.launcher" in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def worker_raylet() -> int:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if b"raylet" in cmdline.split(b"\0")[0] and f"--node_manager_port={WORKER_NODE_MANAGER_PORT}".encode() in cmdline:
+            return int(pid)
+    raise RuntimeError("the second node's raylet is not running")
+
+
+def scenario_node_death() -> dict:
+    """A step-mode run spread over both nodes waits at its gates; the second node is killed."""
+    idle = len(launcher_processes())
+    run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
+    deadline = time.monotonic() + 60
+    while len({e["rank"] for e in events(run_id) if e["kind"] == "gate" and e.get("phase") == "waiting"}) < 4:
+        assert time.monotonic() < deadline, "the ranks never reached their gates"
+        time.sleep(0.1)
+    during = len(launcher_processes())
+    os.kill(worker_raylet(), signal.SIGKILL)
+    killed_at = time.monotonic()
+    state = wait_final(run_id, timeout=60)
+    failed_after = round(time.monotonic() - killed_at, 2)
+    deadline = time.monotonic() + 15
+    while len(launcher_processes()) > idle - 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = summary(run_id, state)
+    after.update(idle=idle, during=during, left=len(launcher_processes()), failed_after_s=failed_after)
+    # the cluster goes on with the node that is left
+    after["next_run"] = one_run({"lesson": "tp_mlp", "world_size": 4, "placement": "pack"})
+    return after
+
+
+SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "queue": scenario_queue,
+             "node_death": scenario_node_death}
+
+
+def main(out: str, names: list[str]) -> int:
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="paralab-cluster-") as data_dir:
+        started = time.monotonic()
+        server = start_server(data_dir)
+        results["server_start_s"] = round(time.monotonic() - started, 2)
+        try:
+            for name in names:
+                try:
+                    results[name] = SCENARIOS[name]()
+                except Exception:
+                    results[name] = {"exception": traceback.format_exc()}
+        finally:
+            server.terminate()
+            try:
+                server.wait(20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2:]))

@@ -1,0 +1,87 @@
+"""Runs placed on a real two-node Ray cluster (issue #15), inside a namespace of its own: the cluster,
+the paralab server (`--cluster`) and its client all run in `unshare -n` (tests/cluster/in_namespace.py),
+so Ray, which listens on every interface, only ever has loopback. One cluster serves the module: the
+client (tests/cluster/scenarios.py) runs every scenario once, and each test judges its part."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.in_namespace import unshare_permitted
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = ["tp_mlp", "three_d", "queue", "node_death"]     # node_death last: it takes a node away
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
+
+
+def _unavailable() -> str | None:
+    if importlib.util.find_spec("ray") is None:
+        return "ray is not installed (pip install 'paralab[ray]')"
+    return unshare_permitted()
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory) -> dict:
+    reason = _unavailable()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path_factory.mktemp("cluster") / "seen.json"
+    done = subprocess.run([sys.executable, "tests/cluster/in_namespace.py", "--", sys.executable,
+                           "tests/cluster/scenarios.py", str(out), *SCENARIOS],
+                          cwd=REPO, capture_output=True, text=True, timeout=840)
+    assert done.returncode == 0 and out.exists(), f"status {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return json.loads(out.read_text())
+
+
+def _scenario(seen: dict, name: str) -> dict:
+    result = seen[name]
+    assert "exception" not in result, result.get("exception")
+    return result
+
+
+def _on_both_nodes(result: dict, world_size: int) -> None:
+    assert len(result["hosts"]) == 2, f"ranks on {result['hosts']}"
+    assert sorted(r for ranks in result["hosts"].values() for r in ranks) == list(range(world_size))
+    assert result["ranks_with_events"] == list(range(world_size))
+
+
+def test_a_4_rank_tp_mlp_spread_over_two_nodes_passes_its_checks(seen):
+    run = _scenario(seen, "tp_mlp")
+    assert run["status"] == "done", run["error"]
+    _on_both_nodes(run, 4)
+    assert run["checks"] > 0 and run["checks_passed"] == run["checks"]
+
+
+def test_an_8_rank_three_d_keeps_tensor_parallel_pairs_on_one_host(seen):
+    run = _scenario(seen, "three_d")
+    assert run["status"] == "done", run["error"]
+    _on_both_nodes(run, 8)
+    assert run["checks"] > 0 and run["checks_passed"] == run["checks"]
+    for ranks in run["hosts"].values():          # tp=2: ranks 2k and 2k+1 are a TP pair, never split
+        assert all(rank ^ 1 in ranks for rank in ranks), run["hosts"]
+
+
+def test_20_queued_runs_wait_for_the_cluster_and_all_end(seen):
+    queue = _scenario(seen, "queue")
+    assert queue["statuses"] == ["done"] * 20, queue["errors"]
+    assert queue["largest_position"] > 1, "no run waited for the cluster's CPUs"
+
+
+def test_a_node_killed_mid_run_fails_that_run_naming_it_and_leaves_nothing(seen):
+    run = _scenario(seen, "node_death")
+    assert run["status"] == "failed" and run["error"]["kind"] == "node", run["error"]
+    node = run["error"]["node"]
+    assert node in run["hosts"] and node in run["error"]["message"]
+    assert run["error"]["ranks"] == run["hosts"][node]
+    assert len(run["hosts"]) == 2
+    # before the run: the server's launcher and one per node; after: the dead node's is gone, and every
+    # supervisor and rank of the run too
+    assert run["during"] > run["idle"] and run["left"] == run["idle"] - 1, run
+    assert run["next_run"]["status"] == "done", run["next_run"]["error"]
