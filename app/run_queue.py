@@ -22,6 +22,8 @@ from workers.protocol import Host as HostEvent, Run as RunEvent
 log = logging.getLogger("paralab.runs")
 
 KILL_GRACE_S = 5.0         # the server's own limit is the run's limit plus this
+STAYS_LOCAL = ("script",)  # with a cluster, one's own program still runs on the server's machine (its
+                           # ranks meet at a FileStore, and the hosted lab's run inside the local sandbox)
 
 
 class QueueFull(Exception):
@@ -62,7 +64,7 @@ class RunQueue:
     async def serve(self) -> None:
         while True:
             run_id = await self._queue.get()
-            if self.cluster is not None:
+            if self.cluster is not None and getattr(self.store.runs.get(run_id), "lesson", None) not in STAYS_LOCAL:
                 await self._place(run_id)
                 continue
             await self._slots.acquire()

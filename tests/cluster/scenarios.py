@@ -2,7 +2,7 @@
 (tests/cluster/in_namespace.py): it starts a paralab server with `--cluster`, runs each named scenario
 against it over HTTP, and writes what it saw as JSON for tests/cluster/test_ray_cluster.py to judge.
 
-    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d queue node_death
+    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d queue cancel node_death
 """
 
 from __future__ import annotations
@@ -128,14 +128,34 @@ def worker_raylet() -> int:
     raise RuntimeError("the second node's raylet is not running")
 
 
+def wait_at_gates(run_id: str, ranks: int) -> None:
+    deadline = time.monotonic() + 60
+    while len({e["rank"] for e in events(run_id) if e["kind"] == "gate" and e.get("phase") == "waiting"}) < ranks:
+        assert time.monotonic() < deadline, "the ranks never reached their gates"
+        time.sleep(0.1)
+
+
+def scenario_cancel() -> dict:
+    """A step-mode run spread over both nodes waits at its gates; it is cancelled."""
+    idle = len(launcher_processes())
+    run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
+    wait_at_gates(run_id, 4)
+    during = len(launcher_processes())
+    assert httpx.delete(f"{URL}/api/runs/{run_id}", timeout=10).status_code in (200, 202, 204)
+    state = wait_final(run_id, timeout=30)
+    deadline = time.monotonic() + 15
+    while len(launcher_processes()) > idle and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result = summary(run_id, state)
+    result.update(idle=idle, during=during, left=len(launcher_processes()))
+    return result
+
+
 def scenario_node_death() -> dict:
     """A step-mode run spread over both nodes waits at its gates; the second node is killed."""
     idle = len(launcher_processes())
     run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
-    deadline = time.monotonic() + 60
-    while len({e["rank"] for e in events(run_id) if e["kind"] == "gate" and e.get("phase") == "waiting"}) < 4:
-        assert time.monotonic() < deadline, "the ranks never reached their gates"
-        time.sleep(0.1)
+    wait_at_gates(run_id, 4)
     during = len(launcher_processes())
     os.kill(worker_raylet(), signal.SIGKILL)
     killed_at = time.monotonic()
@@ -152,7 +172,7 @@ def scenario_node_death() -> dict:
 
 
 SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "queue": scenario_queue,
-             "node_death": scenario_node_death}
+             "cancel": scenario_cancel, "node_death": scenario_node_death}
 
 
 def main(out: str, names: list[str]) -> int:

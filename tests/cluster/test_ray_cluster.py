@@ -16,9 +16,9 @@ import pytest
 from tests.cluster.in_namespace import unshare_permitted
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = ["tp_mlp", "three_d", "queue", "node_death"]     # node_death last: it takes a node away
+SCENARIOS = ["tp_mlp", "three_d", "queue", "cancel", "node_death"]     # node_death last: it takes a node away
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _unavailable() -> str | None:
@@ -72,6 +72,14 @@ def test_20_queued_runs_wait_for_the_cluster_and_all_end(seen):
     queue = _scenario(seen, "queue")
     assert queue["statuses"] == ["done"] * 20, queue["errors"]
     assert queue["largest_position"] > 1, "no run waited for the cluster's CPUs"
+
+
+def test_cancelling_a_run_across_hosts_stops_every_rank_on_both_nodes(seen):
+    run = _scenario(seen, "cancel")
+    assert run["status"] == "cancelled", run["error"]
+    assert len(run["hosts"]) == 2
+    assert run["during"] >= run["idle"] + 2 + 4, run        # a supervisor per node, four ranks
+    assert run["left"] == run["idle"], run
 
 
 def test_a_node_killed_mid_run_fails_that_run_naming_it_and_leaves_nothing(seen):
