@@ -54,7 +54,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
         if request.trace:
             tracer.install()
             comm.use_tracer(tracer)
-        program.run(Lab(tracer, rank, request.world_size, device), params)
+        program.run(Lab(tracer, rank, request.world_size, device, host=request.node or None), params)
         channel.send(Rank(rank=rank, t=clock(), status="finished").to_dict())
         tracer.uninstall()
         _wait_for_everyone(store, rank, request.world_size)

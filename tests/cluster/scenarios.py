@@ -2,7 +2,7 @@
 (tests/cluster/in_namespace.py): it starts a paralab server with `--cluster`, runs each named scenario
 against it over HTTP, and writes what it saw as JSON for tests/cluster/test_ray_cluster.py to judge.
 
-    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d queue cancel node_death
+    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives queue cancel node_death
 """
 
 from __future__ import annotations
@@ -94,6 +94,42 @@ def scenario_three_d() -> dict:
                     "params": {"tp": 2, "pp": 2, "dp": 2}})
 
 
+def scenario_collectives() -> dict:
+    """The collectives lesson's sweep on ranks over two hosts: α and β per link class."""
+    run_id = post({"lesson": "collectives", "world_size": 4, "placement": "spread",
+                   "params": {"op": "all_reduce", "sweep": True}})
+    result = summary(run_id, wait_final(run_id, timeout=180))
+    result["link_fits"] = [{key: e.get(key) for key in ("link", "ranks", "value", "beta")}
+                           for e in events(run_id) if e["kind"] == "metric" and e["name"] == "link_fit"]
+    result["page"] = what_the_page_shows(run_id)
+    return result
+
+
+def what_the_page_shows(run_id: str) -> dict:
+    """The lesson page of the run, in Chromium: the cost panel's lines per link class, the Hosts panel's cards."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{URL}/lessons/collectives?run={run_id}")
+            page.keyboard.press("End")
+            links = page.locator("#cost-panel .cost-link")
+            links.first.wait_for(timeout=60_000)
+            hosts = page.locator("#hosts-panel li.host")
+            hosts.first.scroll_into_view_if_needed(timeout=60_000)
+            hosts.first.wait_for(timeout=60_000)
+            return {"links": links.all_inner_texts(),
+                    "hosts": {card.get_attribute("data-host"): [int(r.get_attribute("data-rank"))
+                                                                for r in card.locator("li.host-rank").all()]
+                              for card in hosts.all()}}
+        finally:
+            browser.close()
+
+
 def scenario_queue() -> dict:
     started = time.monotonic()
     ids = [post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread" if i % 2 else "pack"}) for i in range(20)]
@@ -171,7 +207,8 @@ def scenario_node_death() -> dict:
     return after
 
 
-SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "queue": scenario_queue,
+SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "collectives": scenario_collectives,
+             "queue": scenario_queue,
              "cancel": scenario_cancel, "node_death": scenario_node_death}
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.cluster.in_namespace import unshare_permitted
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = ["tp_mlp", "three_d", "queue", "cancel", "node_death"]     # node_death last: it takes a node away
+SCENARIOS = ["tp_mlp", "three_d", "collectives", "queue", "cancel", "node_death"]     # node_death last: it takes a node away
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -66,6 +66,23 @@ def test_an_8_rank_three_d_keeps_tensor_parallel_pairs_on_one_host(seen):
     assert run["checks"] > 0 and run["checks_passed"] == run["checks"]
     for ranks in run["hosts"].values():          # tp=2: ranks 2k and 2k+1 are a TP pair, never split
         assert all(rank ^ 1 in ranks for rank in ranks), run["hosts"]
+
+
+def test_the_collectives_sweep_fits_alpha_and_beta_per_link_class(seen):
+    run = _scenario(seen, "collectives")
+    assert run["status"] == "done", run["error"]
+    _on_both_nodes(run, 4)
+    host_of = {rank: host for host, ranks in run["hosts"].items() for rank in ranks}
+    fits = {fit["link"]: fit for fit in run["link_fits"]}
+    assert set(fits) == {"same host", "across hosts"}, run["link_fits"]
+    same, across = fits["same host"]["ranks"], fits["across hosts"]["ranks"]
+    assert host_of[same[0]] == host_of[same[1]] and host_of[across[0]] != host_of[across[1]]
+    assert all(fit["value"] >= 0 and fit["beta"] >= 0 for fit in fits.values())
+    # the page: a line per link class under the fit, and the Hosts panel with each node's ranks
+    lines = run["page"]["links"]
+    assert [line.split(" (")[0] for line in lines] == ["same host", "across hosts"], lines
+    assert f"ranks 0 and {across[1]}" in lines[1] and "α = " in lines[1]
+    assert run["page"]["hosts"] == run["hosts"]
 
 
 def test_20_queued_runs_wait_for_the_cluster_and_all_end(seen):
