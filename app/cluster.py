@@ -221,6 +221,25 @@ class RayCluster:
                  "offset_s": self.nodes[node_id].offset_s, "skew_s": self.nodes[node_id].skew_s}
                 for index, node_id in enumerate(run.ranks)]
 
+    async def judge(self, problem: str, code: str, allow_unsandboxed: bool, world_size: int, stop) -> dict:
+        """Judge a submission on a node Ray picks (the problem's ranks' CPUs free there), in that node's
+        sandbox; `stop` (a threading.Event) set: the task is killed, with its sandbox. The verdict's
+        fields, and `node`: where it was judged."""
+        from workers.ray_node import judge_on_node
+
+        task = self._ray.remote(judge_on_node).options(num_cpus=world_size, max_retries=0)
+        ref = task.remote(problem, code, allow_unsandboxed)
+        while True:
+            done, _ = await asyncio.to_thread(self._ray.wait, [ref], timeout=RESERVE_POLL_S)
+            if done:
+                verdict = await asyncio.to_thread(self._ray.get, ref)
+                break
+            if stop.is_set():
+                self._ray.cancel(ref, force=True)
+                return {"status": "refused", "checks": [], "reason": "stopped: cancelled", "note": None}
+        node = self.nodes.get(verdict.pop("node_id", None))
+        return {**verdict, "node": node.name if node else None}
+
     async def stop(self) -> None:
         if self._watcher is not None:
             self._watcher.cancel()

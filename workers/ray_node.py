@@ -104,3 +104,22 @@ def _interface_of(ip: str) -> str:
     except ImportError:
         pass
     return "lo" if sys.platform.startswith("linux") else "lo0"
+
+
+def judge_on_node(problem: str, code: str, allow_unsandboxed: bool) -> dict:
+    """A submission judged on the Ray node this task was placed on, in that node's bubblewrap sandbox
+    (workers/judge.py, as on the server's machine). Cancelled, the task's process is killed, and the
+    sandbox dies with it (bwrap --die-with-parent)."""
+    from dataclasses import asdict
+
+    from workers.judge import judge
+
+    return {**asdict(judge(problem, code, allow_unsandboxed=allow_unsandboxed)), "node_id": _node_id()}
+
+
+def _node_id() -> str | None:
+    try:
+        import ray
+        return ray.get_runtime_context().get_node_id()
+    except Exception:       # outside Ray (a test calling it directly)
+        return None

@@ -2,7 +2,7 @@
 (tests/cluster/in_namespace.py): it starts a paralab server with `--cluster`, runs each named scenario
 against it over HTTP, and writes what it saw as JSON for tests/cluster/test_ray_cluster.py to judge.
 
-    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives queue cancel node_death
+    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives judge queue cancel node_death
 """
 
 from __future__ import annotations
@@ -18,21 +18,30 @@ import traceback
 
 import httpx
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
 from tests.cluster.in_namespace import WORKER_NODE_MANAGER_PORT  # noqa: E402
 
 PORT = 8765
 URL = f"http://127.0.0.1:{PORT}"
 FINAL = ("done", "failed", "cancelled")
+ADMIN_PASSWORD = "cluster-admin-1"
+CLIENT = httpx.Client(timeout=30)      # signed in as the hosted lab's admin (submissions need an account)
+# the hosted lab, so that the judge runs too; its admin's quotas wide enough for the queue scenario
+LAB = {"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": ADMIN_PASSWORD, "PARALAB_MAX_RUNS_PER_USER": "40",
+       "PARALAB_MAX_STEP_RUNS_PER_USER": "4"}
 
 
 def start_server(data_dir: str) -> subprocess.Popen:
     server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(PORT), "--data-dir", data_dir,
-                               "--cluster", os.environ["RAY_ADDRESS"], "--log-level", "warning"])
+                               "--cluster", os.environ["RAY_ADDRESS"], "--log-level", "warning"],
+                              env={**os.environ, **LAB})
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{URL}/healthz", timeout=2).status_code == 200:
+            if CLIENT.get(f"{URL}/healthz", timeout=2).status_code == 200:
+                signed_in = CLIENT.post(f"{URL}/api/auth/login", json={"name": "admin", "password": ADMIN_PASSWORD})
+                assert signed_in.status_code == 200, signed_in.text
                 return server
         except httpx.HTTPError:
             pass
@@ -43,13 +52,13 @@ def start_server(data_dir: str) -> subprocess.Popen:
 
 
 def post(body: dict) -> str:
-    response = httpx.post(f"{URL}/api/runs", json=body, timeout=30)
+    response = CLIENT.post(f"{URL}/api/runs", json=body, timeout=30)
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
 
 def run_state(run_id: str) -> dict:
-    return httpx.get(f"{URL}/api/runs/{run_id}", timeout=10).json()
+    return CLIENT.get(f"{URL}/api/runs/{run_id}", timeout=10).json()
 
 
 def wait_final(run_id: str, timeout: float = 90) -> dict:
@@ -63,7 +72,7 @@ def wait_final(run_id: str, timeout: float = 90) -> dict:
 
 
 def events(run_id: str) -> list[dict]:
-    text = httpx.get(f"{URL}/api/runs/{run_id}/events", timeout=10).text
+    text = CLIENT.get(f"{URL}/api/runs/{run_id}/events", timeout=10).text
     return [json.loads(line) for line in text.splitlines()]
 
 
@@ -114,7 +123,9 @@ def what_the_page_shows(run_id: str) -> dict:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.add_cookies([{"name": name, "value": value, "url": URL} for name, value in CLIENT.cookies.items()])
+            page = context.new_page()
             page.goto(f"{URL}/lessons/collectives?run={run_id}")
             page.keyboard.press("End")
             links = page.locator("#cost-panel .cost-link")
@@ -128,6 +139,17 @@ def what_the_page_shows(run_id: str) -> dict:
                               for card in hosts.all()}}
         finally:
             browser.close()
+
+
+def scenario_judge() -> dict:
+    """The reference solution of a problem, submitted to the hosted lab: judged on a cluster node."""
+    code = open(os.path.join(REPO, "workers", "problems", "ring_allreduce", "reference.py")).read()
+    sid = CLIENT.post(f"{URL}/api/submissions", json={"problem": "ring_allreduce", "code": code}).json()["id"]
+    deadline = time.monotonic() + 180
+    while (submission := CLIENT.get(f"{URL}/api/submissions/{sid}").json())["status"] in ("queued", "judging"):
+        assert time.monotonic() < deadline, "the submission was not judged within 180 s"
+        time.sleep(0.2)
+    return {key: submission.get(key) for key in ("status", "reason", "note")}
 
 
 def scenario_queue() -> dict:
@@ -177,7 +199,7 @@ def scenario_cancel() -> dict:
     run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
     wait_at_gates(run_id, 4)
     during = len(launcher_processes())
-    assert httpx.delete(f"{URL}/api/runs/{run_id}", timeout=10).status_code in (200, 202, 204)
+    assert CLIENT.delete(f"{URL}/api/runs/{run_id}", timeout=10).status_code in (200, 202, 204)
     state = wait_final(run_id, timeout=30)
     deadline = time.monotonic() + 15
     while len(launcher_processes()) > idle and time.monotonic() < deadline:
@@ -208,7 +230,7 @@ def scenario_node_death() -> dict:
 
 
 SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "collectives": scenario_collectives,
-             "queue": scenario_queue,
+             "judge": scenario_judge, "queue": scenario_queue,
              "cancel": scenario_cancel, "node_death": scenario_node_death}
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.cluster.in_namespace import unshare_permitted
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = ["tp_mlp", "three_d", "collectives", "queue", "cancel", "node_death"]     # node_death last: it takes a node away
+SCENARIOS = ["tp_mlp", "three_d", "collectives", "judge", "queue", "cancel", "node_death"]     # node_death last: it takes a node away
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -83,6 +83,13 @@ def test_the_collectives_sweep_fits_alpha_and_beta_per_link_class(seen):
     assert [line.split(" (")[0] for line in lines] == ["same host", "across hosts"], lines
     assert f"ranks 0 and {across[1]}" in lines[1] and "α = " in lines[1]
     assert run["page"]["hosts"] == run["hosts"]
+
+
+def test_a_submission_is_judged_on_a_cluster_node_in_its_sandbox(seen):
+    verdict = _scenario(seen, "judge")
+    assert verdict["status"] == "passed", verdict       # without bubblewrap on the node it would be refused
+    nodes = set(_scenario(seen, "tp_mlp")["hosts"])
+    assert any(verdict["note"] == f"judged on cluster node {node}" for node in nodes), (verdict, nodes)
 
 
 def test_20_queued_runs_wait_for_the_cluster_and_all_end(seen):
