@@ -96,6 +96,7 @@ class RayCluster:
         self.nodes: dict[str, Node] = {}
         self.dead: dict[str, str] = {}      # node id → name, for nodes that died
         self.events_host = "127.0.0.1"
+        self.resources: dict = {}           # the cluster's CPUs/GPUs in all and free, as last looked at
         self._ray = None
         self._watcher: asyncio.Task | None = None
 
@@ -122,6 +123,9 @@ class RayCluster:
         from workers.ray_node import NodeLauncher
 
         listed = ray.nodes()
+        total, free = ray.cluster_resources(), ray.available_resources()
+        self.resources = {f"{key.lower()}s": total[key] for key in ("CPU", "GPU") if key in total}
+        self.resources.update({f"free_{key.lower()}s": free.get(key, 0) for key in ("CPU", "GPU") if key in total})
         addresses = [n["NodeManagerAddress"] for n in listed if n["Alive"]]
         starting = {}
         for entry in listed:
@@ -167,12 +171,17 @@ class RayCluster:
     def ready(self) -> bool:
         return any(node_id not in self.dead for node_id in self.nodes)
 
+    def summary(self) -> dict:
+        """For /healthz: the nodes with a warm launcher, and the cluster's resources, in all and free."""
+        return {"nodes": sum(1 for node_id in self.nodes if node_id not in self.dead), **self.resources}
+
     # ---- a run -------------------------------------------------------------------------------------
     async def reserve(self, world_size: int, placement: str, backend: str, gave_up) -> Placement | None:
         """The run's placement group, once Ray has reserved it; None if `gave_up()` first (cancelled)."""
         from ray.util.placement_group import placement_group
 
         bundle = {"GPU": 1, "CPU": 1} if backend == "nccl" else {"CPU": 1}
+        await asyncio.to_thread(self._check_it_fits, world_size, "GPU" if backend == "nccl" else "CPU")
         group = placement_group([dict(bundle) for _ in range(world_size)], strategy=STRATEGIES[placement])
         ready = group.ready()
         while True:
@@ -185,6 +194,12 @@ class RayCluster:
         table = await asyncio.to_thread(self._ray.util.placement_group_table, group)
         by_bundle = table["bundles_to_node_id"]
         return Placement(group, _ranks_in_order([by_bundle[i] for i in range(world_size)]))
+
+    def _check_it_fits(self, world_size: int, resource: str) -> None:
+        """A run the whole cluster could never hold fails now, rather than hold the queue's head forever."""
+        total = self._ray.cluster_resources().get(resource, 0)
+        if total < world_size:
+            raise ClusterError(f"the cluster has {total:g} {resource}s in all, and this run needs {world_size}")
 
     def release(self, placement: Placement) -> None:
         self._ray.util.remove_placement_group(placement.group)

@@ -2,7 +2,7 @@
 (tests/cluster/in_namespace.py): it starts a paralab server with `--cluster`, runs each named scenario
 against it over HTTP, and writes what it saw as JSON for tests/cluster/test_ray_cluster.py to judge.
 
-    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives judge queue cancel node_death
+    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives too_big judge queue hang time_limit cancel node_death
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ PORT = 8765
 URL = f"http://127.0.0.1:{PORT}"
 FINAL = ("done", "failed", "cancelled")
 ADMIN_PASSWORD = "cluster-admin-1"
+STEP_TIME_LIMIT_S = 25        # a step-mode run left waiting ends here (the time-limit scenario waits for it)
 CLIENT = httpx.Client(timeout=30)      # signed in as the hosted lab's admin (submissions need an account)
 # the hosted lab, so that the judge runs too; its admin's quotas wide enough for the queue scenario
 LAB = {"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": ADMIN_PASSWORD, "PARALAB_MAX_RUNS_PER_USER": "40",
-       "PARALAB_MAX_STEP_RUNS_PER_USER": "4"}
+       "PARALAB_MAX_STEP_RUNS_PER_USER": "4", "PARALAB_STEP_TIME_LIMIT_S": str(STEP_TIME_LIMIT_S)}
 
 
 def start_server(data_dir: str) -> subprocess.Popen:
@@ -86,7 +87,18 @@ def summary(run_id: str, state: dict) -> dict:
             "positions": sorted({e["position"] for e in log if e["kind"] == "run" and e.get("position")})}
 
 
+def cluster_idle() -> dict:
+    """Wait until every CPU of the cluster is free again (Ray's SPREAD is best effort: on a busy cluster
+    it may put a run's ranks together)."""
+    deadline = time.monotonic() + 30
+    while (cluster := CLIENT.get(f"{URL}/healthz").json()["cluster"])["free_cpus"] < cluster["cpus"]:
+        assert time.monotonic() < deadline, f"the cluster's CPUs were not freed: {cluster}"
+        time.sleep(0.2)
+    return cluster
+
+
 def one_run(body: dict) -> dict:
+    cluster_idle()
     started = time.monotonic()
     run_id = post(body)
     result = summary(run_id, wait_final(run_id))
@@ -105,6 +117,7 @@ def scenario_three_d() -> dict:
 
 def scenario_collectives() -> dict:
     """The collectives lesson's sweep on ranks over two hosts: α and β per link class."""
+    cluster_idle()
     run_id = post({"lesson": "collectives", "world_size": 4, "placement": "spread",
                    "params": {"op": "all_reduce", "sweep": True}})
     result = summary(run_id, wait_final(run_id, timeout=180))
@@ -139,6 +152,12 @@ def what_the_page_shows(run_id: str) -> dict:
                               for card in hosts.all()}}
         finally:
             browser.close()
+
+
+def scenario_too_big() -> dict:
+    """More ranks than the whole cluster has CPUs: the run fails at once, and the queue goes on."""
+    too_big = one_run({"lesson": "collectives", "world_size": 12})
+    return {"too_big": too_big, "next_run": one_run({"lesson": "tp_mlp", "world_size": 2})}
 
 
 def scenario_judge() -> dict:
@@ -195,6 +214,7 @@ def wait_at_gates(run_id: str, ranks: int) -> None:
 
 def scenario_cancel() -> dict:
     """A step-mode run spread over both nodes waits at its gates; it is cancelled."""
+    cluster_idle()
     idle = len(launcher_processes())
     run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
     wait_at_gates(run_id, 4)
@@ -209,8 +229,42 @@ def scenario_cancel() -> dict:
     return result
 
 
+def stopped_and_cleaned(body: dict, gates: int | None = None, timeout: float = 90) -> dict:
+    """Run `body` to its end (waiting for `gates` ranks at their gates first, if given), then until
+    every process it forked on either node is gone again."""
+    cluster_idle()
+    idle = len(launcher_processes())
+    started = time.monotonic()
+    run_id = post(body)
+    if gates:
+        wait_at_gates(run_id, gates)
+    state = wait_final(run_id, timeout=timeout)
+    seconds = round(time.monotonic() - started, 2)
+    deadline = time.monotonic() + 15
+    while len(launcher_processes()) > idle and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result = summary(run_id, state)
+    result.update(idle=idle, left=len(launcher_processes()), seconds=seconds)
+    return result
+
+
+def scenario_hang() -> dict:
+    """A skipped collective across hosts: reported hung after the lesson's timeout."""
+    return stopped_and_cleaned({"lesson": "deadlock", "world_size": 4, "placement": "spread",
+                                "params": {"bug": "skip_collective", "timeout_s": 3}})
+
+
+def scenario_time_limit() -> dict:
+    """A step-mode run nobody steps, across hosts: each node's supervisor stops its ranks at the limit."""
+    result = stopped_and_cleaned({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True},
+                                 gates=4, timeout=STEP_TIME_LIMIT_S + 30)
+    result["limit_s"] = STEP_TIME_LIMIT_S
+    return result
+
+
 def scenario_node_death() -> dict:
     """A step-mode run spread over both nodes waits at its gates; the second node is killed."""
+    result = {"cluster": cluster_idle()}
     idle = len(launcher_processes())
     run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
     wait_at_gates(run_id, 4)
@@ -223,14 +277,14 @@ def scenario_node_death() -> dict:
     while len(launcher_processes()) > idle - 1 and time.monotonic() < deadline:
         time.sleep(0.2)
     after = summary(run_id, state)
-    after.update(idle=idle, during=during, left=len(launcher_processes()), failed_after_s=failed_after)
+    after.update(idle=idle, during=during, left=len(launcher_processes()), failed_after_s=failed_after, **result)
     # the cluster goes on with the node that is left
     after["next_run"] = one_run({"lesson": "tp_mlp", "world_size": 4, "placement": "pack"})
     return after
 
 
 SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "collectives": scenario_collectives,
-             "judge": scenario_judge, "queue": scenario_queue,
+             "too_big": scenario_too_big, "judge": scenario_judge, "queue": scenario_queue, "hang": scenario_hang, "time_limit": scenario_time_limit,
              "cancel": scenario_cancel, "node_death": scenario_node_death}
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.cluster.in_namespace import unshare_permitted
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = ["tp_mlp", "three_d", "collectives", "judge", "queue", "cancel", "node_death"]     # node_death last: it takes a node away
+SCENARIOS = ["tp_mlp", "three_d", "collectives", "too_big", "judge", "queue", "hang", "time_limit", "cancel", "node_death"]     # node_death last: it takes a node away
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -85,6 +85,15 @@ def test_the_collectives_sweep_fits_alpha_and_beta_per_link_class(seen):
     assert run["page"]["hosts"] == run["hosts"]
 
 
+def test_a_run_larger_than_the_whole_cluster_fails_at_once_and_the_queue_goes_on(seen):
+    scenario = _scenario(seen, "too_big")
+    run = scenario["too_big"]
+    assert run["status"] == "failed" and run["error"]["kind"] == "launch", run["error"]
+    assert "the cluster has 8 CPUs in all, and this run needs 12" in run["error"]["message"]
+    assert run["seconds"] < 10
+    assert scenario["next_run"]["status"] == "done", scenario["next_run"]["error"]
+
+
 def test_a_submission_is_judged_on_a_cluster_node_in_its_sandbox(seen):
     verdict = _scenario(seen, "judge")
     assert verdict["status"] == "passed", verdict       # without bubblewrap on the node it would be refused
@@ -96,6 +105,23 @@ def test_20_queued_runs_wait_for_the_cluster_and_all_end(seen):
     queue = _scenario(seen, "queue")
     assert queue["statuses"] == ["done"] * 20, queue["errors"]
     assert queue["largest_position"] > 1, "no run waited for the cluster's CPUs"
+
+
+def test_a_hang_across_hosts_is_reported_and_its_ranks_stopped(seen):
+    run = _scenario(seen, "hang")
+    assert run["status"] == "failed" and run["error"]["kind"] == "hang", run["error"]
+    assert run["error"]["message"].startswith("hung for 3 s: "), run["error"]["message"]
+    assert len(run["hosts"]) == 2
+    assert run["left"] == run["idle"], run
+
+
+def test_the_time_limit_holds_across_hosts(seen):
+    run = _scenario(seen, "time_limit")
+    assert run["status"] == "failed" and run["error"]["kind"] == "timeout", run["error"]
+    assert f"wall-clock limit of {run['limit_s']} s" in run["error"]["message"]
+    assert run["seconds"] >= run["limit_s"]
+    assert len(run["hosts"]) == 2
+    assert run["left"] == run["idle"], run
 
 
 def test_cancelling_a_run_across_hosts_stops_every_rank_on_both_nodes(seen):
@@ -113,6 +139,7 @@ def test_a_node_killed_mid_run_fails_that_run_naming_it_and_leaves_nothing(seen)
     assert node in run["hosts"] and node in run["error"]["message"]
     assert run["error"]["ranks"] == run["hosts"][node]
     assert len(run["hosts"]) == 2
+    assert run["cluster"] == {"nodes": 2, "cpus": 8, "free_cpus": 8}      # /healthz, before the run
     # before the run: the server's launcher and one per node; after: the dead node's is gone, and every
     # supervisor and rank of the run too
     assert run["during"] > run["idle"] and run["left"] == run["idle"] - 1, run
