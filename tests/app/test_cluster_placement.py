@@ -59,3 +59,18 @@ def test_auto_reads_ray_address(monkeypatch):
     with pytest.raises(ClusterError, match="RAY_ADDRESS is not set"):
         cluster_address("auto")
     assert cluster_address("ray://head:10001") == "ray://head:10001"
+
+
+def test_the_embedded_default_never_imports_ray(tmp_path):
+    """Without --cluster, starting the app and refusing a placement imports no Ray."""
+    import subprocess
+    import sys
+
+    program = ("import sys, warnings; warnings.simplefilter('ignore')\n"
+               "from fastapi.testclient import TestClient\n"
+               "from app.main import create_app\nfrom app.settings import Settings\n"
+               f"client = TestClient(create_app(Settings(DATA_DIR={str(tmp_path)!r})))\n"
+               "client.post('/api/runs', json={'lesson': 'tp_mlp', 'world_size': 2, 'placement': 'pack'})\n"
+               "print('ray' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
