@@ -35,7 +35,7 @@ LAB = {"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": ADMIN_PASSWORD, "PARALAB_
 
 def start_server(data_dir: str) -> subprocess.Popen:
     server = subprocess.Popen([sys.executable, "-m", "app", "--port", str(PORT), "--data-dir", data_dir,
-                               "--cluster", os.environ["RAY_ADDRESS"], "--log-level", "warning"],
+                               "--cluster", os.environ["PARALAB_TEST_RAY_CLIENT"], "--log-level", "warning"],
                               env={**os.environ, **LAB})
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
