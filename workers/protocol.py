@@ -306,7 +306,8 @@ class Topology(_Base):
 @_event
 class Host(_Base):
     """The server's own event, for a job started outside it (`paralab trace`): one torchrun node
-    (an agent on a host) whose ranks joined, with the clock the server puts their times on."""
+    (an agent on a host) whose ranks joined, with the clock the server puts their times on. For a run
+    on a Ray cluster (app/cluster.py): one of the run's nodes and its ranks there."""
     kind: Literal["host"] = "host"
     rank: None = None
     t: float
