@@ -146,7 +146,13 @@ def what_the_page_shows(run_id: str) -> dict:
             hosts = page.locator("#hosts-panel li.host")
             hosts.first.scroll_into_view_if_needed(timeout=60_000)
             hosts.first.wait_for(timeout=60_000)
-            return {"links": links.all_inner_texts(),
+            lanes = page.locator("#lanes-panel li.lane[data-host]")
+            lanes.first.wait_for(timeout=60_000)
+            lane_hosts: dict[str, list[int]] = {}
+            for lane in lanes.all():
+                lane_hosts.setdefault(lane.get_attribute("data-host"), []).append(int(lane.get_attribute("data-rank")))
+            return {"links": links.all_inner_texts(), "lanes": lane_hosts,
+                    "headed": [lane.get_attribute("data-host") for lane in page.locator("#lanes-panel li.lane.new-host").all()],
                     "hosts": {card.get_attribute("data-host"): [int(r.get_attribute("data-rank"))
                                                                 for r in card.locator("li.host-rank").all()]
                               for card in hosts.all()}}

@@ -83,6 +83,9 @@ def test_the_collectives_sweep_fits_alpha_and_beta_per_link_class(seen):
     assert [line.split(" (")[0] for line in lines] == ["same host", "across hosts"], lines
     assert f"ranks 0 and {across[1]}" in lines[1] and "α = " in lines[1]
     assert run["page"]["hosts"] == run["hosts"]
+    # the Ranks panel: each lane says its host, and each host's name heads its first lane
+    assert run["page"]["lanes"] == run["hosts"]
+    assert run["page"]["headed"] == list(run["hosts"])
 
 
 def test_a_run_larger_than_the_whole_cluster_fails_at_once_and_the_queue_goes_on(seen):
