@@ -26,6 +26,9 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--hang-timeout", type=float, default=defaults.HANG_TIMEOUT_S,
                         help="seconds without progress inside a collective before a run is called hung")
     parser.add_argument("--max-concurrent-runs", type=int, default=defaults.MAX_CONCURRENT_RUNS)
+    parser.add_argument("--cluster", default=defaults.CLUSTER, metavar="ADDRESS",
+                        help="place runs on a Ray cluster: ray://HOST:PORT, HOST:PORT, or auto (RAY_ADDRESS); "
+                             "default: every rank on this machine")
     parser.add_argument("--log-level", default=defaults.LOG_LEVEL)
     parser.add_argument("--root-path", default=defaults.ROOT_PATH,
                         help="the path a proxy serves the pages under, stripped before it passes requests on "
@@ -34,7 +37,8 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     return Settings(HOST=args.host, PORT=args.port, DATA_DIR=args.data_dir, BACKEND=args.backend,
                     MAX_RANKS=args.max_ranks, RUN_TIME_LIMIT_S=args.time_limit,
                     STEP_TIME_LIMIT_S=args.step_time_limit, HANG_TIMEOUT_S=args.hang_timeout,
-                    MAX_CONCURRENT_RUNS=args.max_concurrent_runs, LOG_LEVEL=args.log_level, ROOT_PATH=args.root_path)
+                    MAX_CONCURRENT_RUNS=args.max_concurrent_runs, CLUSTER=args.cluster, LOG_LEVEL=args.log_level,
+                    ROOT_PATH=args.root_path)
 
 
 # Each subcommand is a module of its own with `main(argv) -> exit status`.

@@ -65,7 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.judge_slots = asyncio.Semaphore(settings.JUDGE_CONCURRENCY)
     # the hosted lab: accounts and the fair judge queue (docs/hosted-lab.md); sign-in only with PARALAB_AUTH=on
     app.state.accounts = Accounts(settings.DATA_DIR / "lab.sqlite3")
-    app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots, runs=app.state.manager.store)
+    app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots, runs=app.state.manager.store,
+                            cluster=app.state.manager.cluster)
     app.state.signin_limit = SignInLimit(settings.SIGNIN_MAX_FAILURES, settings.SIGNIN_MAX_FAILURES_PER_ADDRESS,
                                          settings.SIGNIN_WINDOW_S)
     if auth.auth_on(settings):

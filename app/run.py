@@ -21,6 +21,7 @@ class Run:
     backend: str = "gloo"
     owner: str | None = None            # the hosted lab's user who started it (None: the lecture mode)
     room: str | None = None             # the lecture room whose presenter started it: only they control it
+    placement: str | None = None        # on a Ray cluster: "pack" or "spread" (app/cluster.py)
     created_at: float = field(default_factory=time.time)
     t0: float = field(default_factory=time.monotonic)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -42,6 +43,9 @@ class Run:
     control_allowance: float | None = None                           # the control rate's token bucket
     supervisor_gone_at: float | None = None                          # when its supervisor was first missed
     stepping: bool | None = None                                     # the last pause (True) or continue (False)
+    remote: object | None = None        # on a Ray cluster: its ranks there (app/cluster.py's ClusterRun), not `pid`
+    reports: list[dict] = field(default_factory=list)                # each node's supervisor's report so far
+    reports_expected: int = 1                                        # one per node the run has ranks on
 
     @property
     def final(self) -> bool:
@@ -58,7 +62,7 @@ class Run:
     def meta(self) -> dict:
         return {"id": self.id, "lesson": self.lesson, "world_size": self.world_size, "params": self.params,
                 "step": self.step, "backend": self.backend, "created_at": self.created_at, "owner": self.owner,
-                "room": self.room,
+                "room": self.room, **({"placement": self.placement} if self.placement else {}),
                 "hang_timeout_s": self.hang_timeout_s,
                 "status": self.status, "error": self.error, "event_count": len(self.events)}
 

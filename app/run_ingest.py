@@ -29,8 +29,9 @@ class Ingest:
         self.address = ""
         self._server: asyncio.base_events.Server | None = None
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._on_channel, "127.0.0.1", 0, limit=1 << 22)
+    async def start(self, host: str = "127.0.0.1") -> None:
+        """Listen on `host` (loopback; on a Ray cluster, this node's address, where the other nodes' ranks reach it)."""
+        self._server = await asyncio.start_server(self._on_channel, host, 0, limit=1 << 22)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.address = f"{host}:{port}"
 
@@ -69,8 +70,7 @@ class Ingest:
         if "blob" in message:
             self.store.save_tensor(run, message)
         elif "supervisor" in message:
-            run.report = message
-            self.spawn(self.outcome.conclude(run))
+            self._supervisor_report(run, message)
         else:
             message["rank"] = rank   # a rank speaks only for itself
             if (wrong := problem(message)) is not None:   # never shown: the run fails, naming the field
@@ -80,3 +80,28 @@ class Ingest:
                 return
             run.last_event_at = time.monotonic()
             self.outcome.record_all(run, run.order.admit(message))
+
+    def _supervisor_report(self, run: Run, report: dict) -> None:
+        """A supervisor's report. On a cluster each node's supervisor reports its own ranks: the run is
+        concluded when every node has, or at once when one reports a failure (the other nodes' ranks
+        would only wait on the failed ones: they are stopped)."""
+        if run.report is not None:
+            return
+        run.reports.append(report)
+        failed = report.get("timed_out") or any(
+            e.get("code") != 0 and not e.get("stopped") for e in report.get("exits", []) if isinstance(e, dict))
+        if len(run.reports) < run.reports_expected:
+            if not failed:
+                return
+            self.outcome.kill(run)
+        run.report = _merged(run.reports)
+        self.spawn(self.outcome.conclude(run))
+
+
+def _merged(reports: list[dict]) -> dict:
+    """One report from each node's: every exit, every rank's output, timed out if any node's was."""
+    if len(reports) == 1:
+        return reports[0]
+    return {"supervisor": "exited", "timed_out": any(r.get("timed_out") for r in reports),
+            "exits": sorted((e for r in reports for e in r.get("exits", [])), key=lambda e: e.get("rank", 0)),
+            "output": sorted((o for r in reports for o in r.get("output", [])), key=lambda o: o.get("rank", 0))}

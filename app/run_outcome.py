@@ -48,6 +48,9 @@ class Outcome:
 
     @staticmethod
     def kill(run: Run) -> None:
+        if run.remote is not None:          # on a Ray cluster: each node stops its part
+            run.remote.kill()
+            return
         if run.pid is None:
             return
         try:
@@ -124,7 +127,7 @@ class Outcome:
         while not run.final:
             await asyncio.sleep(min(0.25, run.hang_timeout_s / 4))
             self.record_all(run, run.order.overdue())
-            if self._supervisor_died(run) or self._idle_too_long(run):
+            if self._supervisor_died(run) or self._node_died(run) or self._idle_too_long(run):
                 return
             quiet = time.monotonic() - run.last_event_at
             if quiet < run.hang_timeout_s or run.waiting or run.report is not None:
@@ -151,6 +154,19 @@ class Outcome:
         self.finish(run, "failed", run_error("supervisor", say(
             "run.supervisor_died", "the run's supervisor (pid {pid}) died without reporting; its ranks were stopped with it",
             pid=run.pid)))
+        return True
+
+    def _node_died(self, run: Run) -> bool:
+        """On a Ray cluster: a node that ran some of this run's ranks died. The run fails naming it (the
+        ranks elsewhere are stopped); other runs go on."""
+        lost = run.remote.lost_node() if run.remote is not None else None
+        if lost is None:
+            return False
+        node, ranks = lost
+        self.kill(run)
+        self.finish(run, "failed", run_error("node", say(
+            "run.node_died", "the cluster node {node} died, and with it ranks {ranks} of this run",
+            node=node, ranks=", ".join(map(str, ranks))), node=node, ranks=ranks))
         return True
 
     def _idle_too_long(self, run: Run) -> bool:

@@ -1,6 +1,7 @@
 """The run queue: runs wait in the order they came for one of MAX_CONCURRENT_RUNS slots (each told
 its place as runs ahead leave), then the warm launcher starts their ranks and the run is watched until
-it ends or passes its time limit."""
+it ends or passes its time limit. On a Ray cluster (app/cluster.py) the slot is the run's placement
+group instead: the run at the head of the queue waits until the cluster has its ranks' resources free."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from app.run_outcome import Outcome
 from app.run_store import RunStore
 from app.settings import Settings
 from workers.launch_request import LaunchRequest
-from workers.protocol import Run as RunEvent
+from workers.protocol import Host as HostEvent, Run as RunEvent
 
 log = logging.getLogger("paralab.runs")
 
 KILL_GRACE_S = 5.0         # the server's own limit is the run's limit plus this
+STAYS_LOCAL = ("script",)  # with a cluster, one's own program still runs on the server's machine (its
+                           # ranks meet at a FileStore, and the hosted lab's run inside the local sandbox)
 
 
 class QueueFull(Exception):
@@ -31,13 +34,14 @@ class QueueFull(Exception):
 
 class RunQueue:
     def __init__(self, settings: Settings, store: RunStore, outcome: Outcome, launcher: Launcher,
-                 events_address: Callable[[], str], spawn: Callable):
+                 events_address: Callable[[], str], spawn: Callable, cluster=None):
         self.settings = settings
         self.store = store
         self.outcome = outcome
         self.launcher = launcher
         self.events_address = events_address   # where the ranks send their events (known once started)
         self.spawn = spawn
+        self.cluster = cluster                 # app/cluster.py's RayCluster, or None: this machine's launcher
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._slots = asyncio.Semaphore(settings.MAX_CONCURRENT_RUNS)
 
@@ -60,6 +64,9 @@ class RunQueue:
     async def serve(self) -> None:
         while True:
             run_id = await self._queue.get()
+            if self.cluster is not None and getattr(self.store.runs.get(run_id), "lesson", None) not in STAYS_LOCAL:
+                await self._place(run_id)
+                continue
             await self._slots.acquire()
             run = self.store.runs.get(run_id)
             if run is None or run.final:
@@ -67,7 +74,23 @@ class RunQueue:
                 continue
             self.spawn(self._execute(run))
 
-    async def _execute(self, run: Run) -> None:
+    async def _place(self, run_id: str) -> None:
+        """The head of the queue waits for its placement group, then its ranks start on those nodes."""
+        run = self.store.runs.get(run_id)
+        if run is None or run.final:
+            return
+        try:
+            placement = await self.cluster.reserve(run.world_size, run.placement or "pack", run.backend,
+                                                   gave_up=lambda: run.final)
+        except Exception as exc:
+            log.exception("run %s could not be placed", run.id)
+            self.outcome.finish(run, "failed", run_error("launch", say(
+                "run.launch_failed", "could not start the ranks: {reason}", reason=str(exc))))
+            return
+        if placement is not None:
+            self.spawn(self._execute(run, placement))
+
+    async def _execute(self, run: Run, placement=None) -> None:
         try:
             request = LaunchRequest(
                 run_id=run.id, token=run.token, lesson=run.lesson, world_size=run.world_size,
@@ -78,7 +101,7 @@ class RunQueue:
             run.status = "running"
             self.store.record(run, RunEvent(t=run.now(), status="running", backend=run.backend).to_dict())
             self.announce_positions()
-            run.pid = await self.launcher.launch(request)
+            await self._start_ranks(run, request, placement)
             run.last_control_at = time.monotonic()
             if run.final:            # cancelled while its ranks were being started: stop them now
                 self.outcome.kill(run)
@@ -95,4 +118,18 @@ class RunQueue:
             log.exception("run %s could not be launched", run.id)
             self.outcome.finish(run, "failed", run_error("launch", say("run.launch_failed", "could not start the ranks: {reason}", reason=str(exc))))
         finally:
-            self._slots.release()
+            if placement is None:
+                self._slots.release()
+            else:
+                self.cluster.release(placement)
+
+    async def _start_ranks(self, run: Run, request: LaunchRequest, placement) -> None:
+        """This machine's launcher forks them (run.pid: their process group); on a cluster, each node's
+        launcher forks its own (run.remote), and a `host` event says which ranks ran where."""
+        if placement is None:
+            run.pid = await self.launcher.launch(request)
+            return
+        run.remote = await self.cluster.launch(request, placement)
+        run.reports_expected = len(run.remote.supervisors)
+        for host in self.cluster.host_events(run.remote):
+            self.store.record(run, HostEvent(t=run.now(), **host).to_dict())

@@ -52,6 +52,22 @@ def _backend(settings: Settings, devices: int, world_size: int) -> str:
     return settings.BACKEND
 
 
+PLACEMENTS = ("pack", "spread")
+
+
+def _placement(manager: RunManager, body: RunCreate) -> None:
+    """`placement` is one of PLACEMENTS, and only means something on a Ray cluster."""
+    if body.placement is None:
+        return
+    if body.placement not in PLACEMENTS:
+        raise _invalid(["placement"], say("run.placement_unknown", "placement '{placement}' is not one of {known}",
+                                          placement=body.placement, known=", ".join(PLACEMENTS)))
+    if manager.cluster is None:
+        raise _invalid(["placement"], say("run.placement_needs_cluster",
+                                          "placement '{placement}' needs a Ray cluster; this server runs every rank "
+                                          "on its own machine (start it with --cluster)", placement=body.placement))
+
+
 def _quota(manager: RunManager, settings: Settings, body: RunCreate, user) -> None:
     """The hosted lab's limits on one user: runs in flight (queued or running), step-mode runs among
     them (each holds a run slot while it waits on a person), ranks for a student."""
@@ -84,6 +100,7 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
                           "your own program runs in the judge's sandbox, and bubblewrap is not available on this server")
     if user is not None:
         _quota(manager, settings, body, user)
+    _placement(manager, body)
     lesson = LESSONS.get(body.lesson)
     if lesson is None:
         raise _invalid(["lesson"], say("run.unknown_lesson", "unknown lesson '{lesson}'; known: {known}",
@@ -114,7 +131,7 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
     try:
         return manager.create(lesson.id, body.world_size, values, body.step, backend,
                               values.get("timeout_s") or body.hang_timeout_s, owner=user.name if user else None,
-                              room=room)
+                              room=room, placement=body.placement)
     except QueueFull as exc:
         raise RunRejected(status.HTTP_503_SERVICE_UNAVAILABLE, say(
             "run.queue_full", "{queued} runs are already queued; try again shortly", queued=exc.queued))

@@ -30,11 +30,13 @@ class RunManager:
         self.settings = settings
         self.hub = hub
         self.launcher = launcher or Launcher()
+        self.cluster = _cluster(settings)      # None: every rank on this machine (the embedded default)
         self._tasks: set[asyncio.Task] = set()
         self.store = RunStore(settings, hub)
         self.outcome = Outcome(settings, self.store, on_end=self._ended)
         self.ingest = Ingest(self.store, self.outcome, self._spawn)
-        self.queue = RunQueue(settings, self.store, self.outcome, self.launcher, lambda: self.ingest.address, self._spawn)
+        self.queue = RunQueue(settings, self.store, self.outcome, self.launcher, lambda: self.ingest.address, self._spawn,
+                              cluster=self.cluster)
         self.steps = StepControl(settings, self.store)
 
     @property
@@ -53,7 +55,9 @@ class RunManager:
     async def start(self) -> None:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.store.load_recorded()
-        await self.ingest.start()
+        if self.cluster is not None:
+            await self.cluster.start()
+        await self.ingest.start(self.cluster.events_host if self.cluster else "127.0.0.1")
         self._spawn(self._keep_launcher())
         self._spawn(self.queue.serve())
 
@@ -66,6 +70,8 @@ class RunManager:
             task.cancel()
         self.ingest.stop()
         await self.launcher.stop()
+        if self.cluster is not None:
+            await self.cluster.stop()
         self.store.close()
 
     async def _keep_launcher(self) -> None:
@@ -92,11 +98,12 @@ class RunManager:
 
     # ---- what the routes ask ------------------------------------------------------------------------
     def create(self, lesson: str, world_size: int, params: dict, step: bool, backend: str,
-               hang_timeout_s: float | None = None, owner: str | None = None, room: str | None = None) -> Run:
+               hang_timeout_s: float | None = None, owner: str | None = None, room: str | None = None,
+               placement: str | None = None) -> Run:
         """A new run, queued (QueueFull when the queue is full: nothing was created)."""
         run = Run(id=secrets.token_hex(6), lesson=lesson, world_size=world_size, params=params,
                   step=step, stepping=step, backend=backend, hang_timeout_s=hang_timeout_s or self.settings.HANG_TIMEOUT_S,
-                  owner=owner, room=room)
+                  owner=owner, room=room, placement=placement or ("pack" if self.cluster else None))
         self.queue.put(run)
         return run
 
@@ -138,3 +145,11 @@ class RunManager:
 
     def control(self, run: Run, message: dict) -> Message | None:
         return self.steps.apply(run, message)
+
+
+def _cluster(settings: Settings):
+    """The Ray cluster the runs go to, if one is configured; Ray is imported only then."""
+    if not settings.CLUSTER:
+        return None
+    from app.cluster import RayCluster
+    return RayCluster(settings.CLUSTER)

@@ -37,6 +37,9 @@ class RunCreate(BaseModel):
     hang_timeout_s: float | None = Field(None, gt=0, le=600, description=(
         "seconds without progress inside a collective before the run is reported hung "
         "(default: the server's; a lesson's own `timeout_s` parameter wins)"))
+    placement: str | None = Field(None, max_length=16, description=(
+        "on a Ray cluster (`--cluster`), where the ranks go: `pack` (as few nodes as may be) or `spread` "
+        "(across nodes); consecutive ranks share a node either way (default: pack)"))
 
 
 class RunPublic(BaseModel):
@@ -51,6 +54,7 @@ class RunPublic(BaseModel):
     error: dict[str, Any] | None
     created_at: float
     hang_timeout_s: float | None = Field(None, description="seconds without progress inside a call before the run is called hung")
+    placement: str | None = Field(None, description="on a Ray cluster: pack or spread (docs/cluster.md)")
     events: int = Field(description="number of events recorded so far")
     checks: list[dict[str, Any]]
     metrics: list[dict[str, Any]]

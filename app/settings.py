@@ -27,7 +27,8 @@ class Settings(BaseSettings):
     JUDGE_CONCURRENCY: int = Field(2, ge=1)               # solutions judged at once
     ALLOW_UNSANDBOXED: bool = False                       # judge learner code even without bubblewrap
     ROOM_TTL_S: float = Field(86400.0, gt=0)             # a room idle this long expires
-    MAX_CONCURRENT_RUNS: int = Field(2, ge=1)
+    MAX_CONCURRENT_RUNS: int = Field(2, ge=1)             # without a cluster (with one, its free CPUs/GPUs decide)
+    CLUSTER: str = ""                                     # a Ray cluster for the runs (docs/cluster.md): ray://HOST:PORT, HOST:PORT or auto
     RUNS_IN_MEMORY: int = Field(200, ge=1)               # ended runs kept in memory (the rest reload from disk)
     MAX_QUEUED_RUNS: int = Field(50, ge=0)
     LOG_LEVEL: str = "info"

@@ -89,9 +89,11 @@ class Judging:
 class Judge:
     """The queue, its workers and the submissions in flight."""
 
-    def __init__(self, settings: Settings, accounts: Accounts, slots: asyncio.Semaphore, runs: RunStore | None = None):
+    def __init__(self, settings: Settings, accounts: Accounts, slots: asyncio.Semaphore, runs: RunStore | None = None,
+                 cluster=None):
         self.settings, self.accounts, self.slots = settings, accounts, slots
         self.runs = runs                           # where each verdict's run is recorded (None: not kept)
+        self.cluster = cluster          # a Ray cluster (app/cluster.py): each submission is judged on one of its nodes
         self.queue = FairQueue()
         self.judging: dict[str, Judging] = {}      # submission id → the one being judged now
         self._wake = asyncio.Event()
@@ -151,6 +153,19 @@ class Judge:
                 continue
             await self._judge(*taken)
 
+    async def _judge_on_cluster(self, submission: dict, stop: threading.Event):
+        """The verdict from a cluster node's sandbox; its note says which node judged it."""
+        from workers.judge import Verdict
+        from workers.problems import PROBLEMS
+
+        fields = await self.cluster.judge(submission["problem"], submission["code"], self.settings.ALLOW_UNSANDBOXED,
+                                          PROBLEMS[submission["problem"]].world_size, stop)
+        node = fields.pop("node", None)
+        verdict = Verdict(**fields)
+        if node:
+            verdict.note = "; ".join(filter(None, [verdict.note, f"judged on cluster node {node}"]))
+        return verdict
+
     async def _judge(self, user: str, sid: str) -> None:
         from workers.judge import judge
         judging = self.judging[sid] = Judging(user)
@@ -159,9 +174,12 @@ class Judge:
             self.accounts.mark_judging(sid, self._started)
             submission = self.accounts.submission(sid)
             async with self.slots:
-                verdict = await asyncio.to_thread(judge, submission["problem"], submission["code"],
-                                                  allow_unsandboxed=self.settings.ALLOW_UNSANDBOXED,
-                                                  stop=judging.stop)
+                if self.cluster is not None:
+                    verdict = await self._judge_on_cluster(submission, judging.stop)
+                else:
+                    verdict = await asyncio.to_thread(judge, submission["problem"], submission["code"],
+                                                      allow_unsandboxed=self.settings.ALLOW_UNSANDBOXED,
+                                                      stop=judging.stop)
             if not judging.stop.is_set():            # a cancelled submission keeps no run
                 self._keep_run(submission, verdict)
             self.accounts.finish_submission(sid, verdict.status, verdict.checks, verdict.reason,  # not over a cancel

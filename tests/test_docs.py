@@ -73,7 +73,7 @@ def test_the_readme_explains_every_test_marker_pytest_knows():
     registered = {line.split(":")[0].strip(' "') for line in
                   tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
     explained = set(re.findall(r"^\| `(\w+)` \|", README.read_text().split("## Developing")[1].split("\n## ")[0], re.M))
-    assert registered == explained == {"browser", "sandbox", "slow"}
+    assert registered == explained == {"browser", "sandbox", "cluster", "slow"}
 
 
 def python_block_after(heading: str, text: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import socket
 from contextlib import contextmanager
 
 import torch
@@ -21,8 +22,9 @@ _METRIC_FIELDS = frozenset(f.name for f in dataclasses.fields(Metric))
 
 
 class Lab:
-    def __init__(self, tracer: Tracer, rank: int, world_size: int, device: torch.device):
+    def __init__(self, tracer: Tracer, rank: int, world_size: int, device: torch.device, host: str | None = None):
         self.rank = rank
+        self.host = host or socket.gethostname()     # on a Ray cluster: the node's name (ranks of one host share it)
         self.world_size = world_size
         self.device = device
         self._tracer = tracer

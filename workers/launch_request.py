@@ -20,6 +20,11 @@ class LaunchRequest:
     trace: bool = True          # False only for measuring the tracer's own overhead
     output_bytes: int = 8192    # the tail of each rank's stdout+stderr the supervisor keeps and reports
     sandboxed: bool = False     # the ranks run in the judge's sandbox (a hosted-lab user's own program)
+    # on a Ray cluster (app/cluster.py): each node's launcher forks only its own ranks, which meet at
+    # a TCPStore that rank 0 serves; "" and None: one machine, every rank, a FileStore
+    ranks: list[int] | None = None  # the global ranks this launcher forks
+    store: str = ""                 # "host:port" of rank 0's TCPStore
+    node: str = ""                  # the Ray node's name, said in the supervisor's report
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -319,7 +319,8 @@ class Topology(_Base):
 @_event
 class Host(_Base):
     """The server's own event, for a job started outside it (`paralab trace`): one torchrun node
-    (an agent on a host) whose ranks joined, with the clock the server puts their times on."""
+    (an agent on a host) whose ranks joined, with the clock the server puts their times on. For a run
+    on a Ray cluster (app/cluster.py): one of the run's nodes and its ranks there."""
     kind: Literal["host"] = "host"
     rank: None = None
     t: float
@@ -339,9 +340,11 @@ class SupervisorReport:
     exits: list[dict[str, Json]]
     timed_out: bool
     output: list[dict[str, Json]] | None = None   # per rank that printed: {rank, bytes, tail}
+    node: str | None = None     # on a Ray cluster: the node whose ranks these are (each node reports its own)
 
     def to_dict(self) -> dict:
-        return {"supervisor": "exited", "exits": self.exits, "timed_out": self.timed_out, "output": self.output or []}
+        report = {"supervisor": "exited", "exits": self.exits, "timed_out": self.timed_out, "output": self.output or []}
+        return {**report, "node": self.node} if self.node else report
 
 
 def event(kind: str, **fields) -> dict:

@@ -48,23 +48,43 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
         params = lesson.validate(request.params, request.world_size)
         program = importlib.import_module(lesson.program_module)
         device = _device(request.backend, rank)
-        store = dist.FileStore(store_path, request.world_size)
+        store = rendezvous_store(request, rank, store_path)
         dist.init_process_group(request.backend, store=store, rank=rank, world_size=request.world_size,
                                 timeout=timedelta(seconds=max(request.time_limit_s, 1)))
         if request.trace:
             tracer.install()
             comm.use_tracer(tracer)
-        program.run(Lab(tracer, rank, request.world_size, device), params)
+        program.run(Lab(tracer, rank, request.world_size, device, host=request.node or None), params)
         channel.send(Rank(rank=rank, t=clock(), status="finished").to_dict())
         tracer.uninstall()
         _wait_for_everyone(store, rank, request.world_size)
         dist.destroy_process_group()
+        if request.store:
+            _store_host_leaves_last(store, rank, request.world_size)
     except BaseException as exc:   # report anything, even SystemExit, with where it happened
         channel.send(_error_event(rank, clock(), exc))
         status = 1
     finally:
         channel.close()
     return status
+
+
+def rendezvous_store(request: LaunchRequest, rank: int, store_path: str):
+    """Where the ranks meet: a FileStore in the run's directory on one machine; on a cluster, torch's
+    TCPStore served by rank 0 on its host (request.store), which every other rank connects to."""
+    if not request.store:
+        return dist.FileStore(store_path, request.world_size)
+    host, port = request.store.rsplit(":", 1)
+    return dist.TCPStore(host, int(port), request.world_size, is_master=rank == 0,
+                         timeout=timedelta(seconds=max(request.time_limit_s, 1)), wait_for_workers=False)
+
+
+def _store_host_leaves_last(store, rank: int, world_size: int) -> None:
+    """Rank 0 serves the TCPStore: it exits only once every rank is done with it."""
+    if rank != 0:
+        store.set(f"left/{rank}", "1")
+    else:
+        store.wait([f"left/{r}" for r in range(1, world_size)])
 
 
 def _wait_for_everyone(store, rank: int, world_size: int) -> None:

@@ -56,7 +56,7 @@ def supervise(request: LaunchRequest) -> None:
     store_path = os.path.join(workdir, "store")
     ranks: dict[int, int] = {}
     outputs: dict[int, int] = {}
-    for rank in range(request.world_size):
+    for rank in (range(request.world_size) if request.ranks is None else request.ranks):
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -110,7 +110,7 @@ def finish(request: LaunchRequest, ranks: dict[int, int], workdir: str,
     try:
         output = [tail for rank, out in sorted((outputs or {}).items()) if (tail := out.report(rank))]
         channel = EventChannel(request.events_address, request.run_id, request.token, None)
-        channel.send(SupervisorReport(exits=exits, timed_out=timed_out, output=output).to_dict())
+        channel.send(SupervisorReport(exits=exits, timed_out=timed_out, output=output, node=request.node or None).to_dict())
         channel.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -72,11 +72,12 @@ def room_page(request: Request, code: str, settings: SettingsDep):
 @router.get("/healthz")
 def healthz(request: Request, settings: SettingsDep):
     """Liveness, the backend and the GPUs the launcher sees; `launcher`: ready, starting, or down (it
-    died: the server is starting it again)."""
+    died: the server is starting it again); with a Ray cluster, `cluster`: its nodes, CPUs (GPUs), free ones."""
     launcher = request.app.state.manager.launcher
     devices = launcher.info.get("devices") if launcher.ready else None
     backend = settings.BACKEND
     if backend == "auto":
         backend = "nccl" if devices else "gloo"
+    cluster = request.app.state.manager.cluster
     return {"status": "ok", "backend": backend, "devices": devices,
-            "launcher": launcher.state}
+            "launcher": launcher.state, **({"cluster": cluster.summary()} if cluster else {})}

@@ -28,7 +28,7 @@ def run_public(run: Run) -> RunPublic:
                      step=run.step, backend=run.backend, status=run.status,
                      position=run.position if run.status == "queued" else None, error=run.error,
                      created_at=run.created_at, hang_timeout_s=run.hang_timeout_s, events=len(run.events), checks=run.checks,
-                     metrics=run.metrics)
+                     metrics=run.metrics, placement=run.placement)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunPublic)

@@ -11,7 +11,7 @@ import { t, tText } from "paralab/i18n.js";
 
 /** Metrics this view shows (the numbers panel leaves them out); `cost_sample` (every timed repeat) is
  * the sweep's raw data, kept in the log so the fit can be redone from it. */
-export const COST_METRICS = ["cost_sweep", "alpha", "beta", "barrier_latency", "cost_sample"];
+export const COST_METRICS = ["cost_sweep", "alpha", "beta", "barrier_latency", "cost_sample", "link_fit"];
 
 const MEASURED = "#0f172a";
 const PREDICTED = "#ea580c";
@@ -92,6 +92,14 @@ function fitLines(alpha, beta) {
   ];
 }
 
+/** On ranks spread over hosts (a Ray cluster): α and β fitted again per link class, inside a host and across. */
+function linkLines(links) {
+  return h("ul", { class: "cost-links" }, links.map((fit) => h("li", { class: "cost-link", "data-link": fit.link },
+    t("{link} (ranks 0 and {peer}): α = {alpha} per message, β = {beta}", {
+      link: t(fit.link), peer: fit.ranks?.[1] ?? "?", alpha: formatSeconds(fit.value),
+      beta: fit.beta > 0 ? `${(fit.beta * 1e9).toPrecision(3)} ns/B` : "0" }))));
+}
+
 function barrierLine(barrier) {
   return h("p", { class: "cost-barrier" }, h("span", { class: "label" }, "barrier: "),
     h("strong", {}, formatSeconds(barrier.value)), " measured (it moves no data: a latency only)",
@@ -103,13 +111,14 @@ export function renderCost(container, state, { runId, worldSize }) {
   const alpha = state.metrics.get("alpha");
   const beta = state.metrics.get("beta");
   const barrier = state.metrics.get("barrier_latency");
+  const links = state.series.get("link_fit") || [];
   if (!points.length && !alpha && !barrier) {
     if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No sweep points yet at this step."));
     return true;
   }
   const rem = remPx();
   const width = Math.max(320, Math.min(sizeOf(container).width || 640, 46 * rem));
-  const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq, barrier?.seq].join(",");
+  const key = [runId, rem, width, points.length, alpha?.seq, beta?.seq, barrier?.seq, links.length].join(",");
   if (!changed(container, key)) return true;
   const p = worldSize || state.ranks.length;
   const model = points.find((pt) => pt.formula) || null;   // the lesson's α–β model, sent with its sweep
@@ -119,6 +128,7 @@ export function renderCost(container, state, { runId, worldSize }) {
       model ? h("p", { class: "cost-formula" }, h("span", { class: "label" }, `${t("α–β model of {name} on p = {p}:", { name: modelName(model.model || ""), p })} `),
         h("code", {}, model.formula)) : null,
       fitLines(alpha, beta),
+      links.length ? linkLines(links) : null,
       barrier ? barrierLine(barrier) : null),
     sorted.length ? h("div", { class: "sweep" },
       h("figure", { class: "sweep-figure" },

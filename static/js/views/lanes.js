@@ -18,9 +18,10 @@ function laneItem(rank) {
     h("canvas", { class: "timeline", "aria-hidden": "true" }));
 }
 
-function showActivity(lane, rs, state) {
+function showActivity(lane, rs, state, newHost) {
   const act = activity(rs, state);
-  setAttributes(lane, { class: ["lane", `doing-${act.kind}`, state.event?.rank === rs.rank && "current", act.waiting && "waiting"].filter(Boolean).join(" ") });
+  setAttributes(lane, { class: ["lane", `doing-${act.kind}`, state.event?.rank === rs.rank && "current", act.waiting && "waiting",
+    newHost && "new-host"].filter(Boolean).join(" ") });
   morph(lane.querySelector(".lane-icon"), ICON[act.kind] || "·");
   morph(lane.querySelector(".lane-activity"), h("span", { class: "lane-text", title: act.text }, act.text),
     act.label ? h("span", { class: "lane-label" }, act.label) : null);
@@ -77,7 +78,15 @@ function showTimeline(canvas, rs, state, t0, t1) {
   }
 }
 
-export function renderLanes(container, state) {
+/** rank → the name of the host it ran on, from the log's `host` events (a torchrun job, a run on a Ray cluster). */
+function hostsByRank(hosts) {
+  const hostOf = new Map();
+  for (const e of hosts?.values() || []) for (const rank of e.ranks) hostOf.set(rank, e.host);
+  return hostOf;
+}
+
+/** `hosts`: the log's latest `host` event of each node; where there are some, lanes are grouped under their host's name. */
+export function renderLanes(container, state, hosts) {
   if (!state.ranks.length) {
     fill(container, h("p", { class: "empty" }, document.body.dataset.role === "follower"
       ? "Waiting for the presenter to start a run: it appears here, live, as soon as it starts."
@@ -90,9 +99,14 @@ export function renderLanes(container, state) {
   const t1 = Math.max(state.tNow, t0 + 1e-3);
   const list = container.querySelector(":scope > ol.lanes") || fill(container, h("ol", { class: "lanes" })).firstChild;
   const cache = cacheOf(container);
+  const hostOf = hostsByRank(hosts);
+  let previousHost;
   place(list, state.ranks.map((rs) => {
     const lane = cache.get(`lane ${rs.rank}`, () => laneItem(rs.rank));
-    showActivity(lane, rs, state);
+    const host = hostOf.get(rs.rank);
+    showActivity(lane, rs, state, host !== undefined && host !== previousHost);
+    setAttributes(lane, { "data-host": host });
+    previousHost = host;
     showTimeline(lane.querySelector(".timeline"), rs, state, t0, t1);
     return lane;
   }));

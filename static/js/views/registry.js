@@ -47,7 +47,7 @@ export const VIEWS = [
   { id: "hosts", title: "Hosts", note: "a torchrun job's ranks, node by node, each node's clock aligned with the server's",
     needs: "`host` events (a job traced with paralab trace)", shows: has("host"), render: renderHosts },
   { id: "lanes", title: "Ranks", className: "lanes-panel", needs: "nothing: always shown",
-    shows: () => true, always: true, render: (el, state) => renderLanes(el, state) },
+    shows: () => true, always: true, render: (el, state, ctx) => renderLanes(el, state, ctx?.contents?.hosts) },
   { id: "ring", title: "Send / recv, step by step", note: "each rank's buffer; arrows carry the chunks sent in this step",
     needs: "send/recv events (or ranks stopped at a send/recv gate), unless the origins panel draws them",
     shows: (c) => (c.kinds.has("p2p") || c.gated.has("p2p")) && !c.origins, metrics: RING_METRICS, render: renderRing },

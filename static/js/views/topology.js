@@ -5,6 +5,8 @@
  *   (rank = dp·(pp·tp) + stage·tp + tp_rank).
  * A group lights up while a collective of it runs at the cursor; a send/recv lights its two ranks'
  * link. Below: the traffic of each kind of group so far, and the DP sync's bytes against the formula.
+ * Where the log has `host` events (a run on a Ray cluster, a torchrun job), each host's ranks sit in a
+ * labelled box, and a line says which kinds of group stay inside one host and which cross hosts.
  */
 
 import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
@@ -43,11 +45,61 @@ export function activeAt(state) {
   return { groups, links };
 }
 
-function layout(topology, width, rem) {
+/** Each kind of group's members, from the grid: TP a row of a plane, PP a column, DP one place in every plane. */
+export function gridGroups(topology) {
   const { tp, pp, dp } = topology;
-  const unit = { bw: 6.4, bh: 3.4, gx: 1.0, gy: 1.2, pad: 1.0, between: 2.4, head: 2.2, rowLabel: 3.8 };
+  const groups = { tp: [], pp: [], dp: [] };
+  for (let d = 0; d < dp; d++) for (let s_ = 0; s_ < pp; s_++) groups.tp.push([...Array(tp).keys()].map((t) => rankAt(topology, d, s_, t)));
+  for (let d = 0; d < dp; d++) for (let t = 0; t < tp; t++) groups.pp.push([...Array(pp).keys()].map((s_) => rankAt(topology, d, s_, t)));
+  for (let s_ = 0; s_ < pp; s_++) for (let t = 0; t < tp; t++) groups.dp.push([...Array(dp).keys()].map((d) => rankAt(topology, d, s_, t)));
+  return groups;
+}
+
+/** rank → its host's name, from the log's latest `host` event of each node. */
+function hostOfRank(hosts) {
+  const hostOf = new Map();
+  for (const e of hosts?.values() || []) for (const rank of e.ranks) hostOf.set(rank, e.host);
+  return hostOf;
+}
+
+/** A host's ranks as rectangles of the grid: per plane, the runs of adjacent columns of each row,
+ * rows with the same run merged (so a whole plane on one host is one box, a TP pair one). */
+export function hostBlocks(topology, ranks) {
+  const mine = new Set(ranks);
+  const blocks = [];
+  for (let d = 0; d < topology.dp; d++) {
+    for (let st = 0; st < topology.pp; st++) {
+      for (let t = 0; t < topology.tp; t++) {
+        if (!mine.has(rankAt(topology, d, st, t))) continue;
+        let t1 = t;
+        while (t1 + 1 < topology.tp && mine.has(rankAt(topology, d, st, t1 + 1))) t1++;
+        const above = blocks.find((b) => b.d === d && b.st1 === st - 1 && b.t0 === t && b.t1 === t1);
+        if (above) above.st1 = st;
+        else blocks.push({ d, st0: st, st1: st, t0: t, t1 });
+        t = t1;
+      }
+    }
+  }
+  return blocks;
+}
+
+/** For each kind of group: how many of its groups have every member on one host, of how many. */
+export function groupsInsideHosts(topology, hostOf) {
+  const counts = {};
+  for (const [kind, groups] of Object.entries(gridGroups(topology))) {
+    const inside = groups.filter((g) => hostOf.has(g[0]) && new Set(g.map((r) => hostOf.get(r))).size === 1).length;
+    counts[kind] = { inside, of: groups.length };
+  }
+  return counts;
+}
+
+function layout(topology, width, rem, withHosts) {
+  const { tp, pp, dp } = topology;
+  // with hosts, rows stand further apart: each host's box has its name under its ranks
+  const unit = { bw: 6.4, bh: 3.4, gx: 1.0, gy: withHosts ? 2.6 : 1.2, pad: 1.0, between: 2.4, head: 2.2, rowLabel: 3.8,
+                 foot: withHosts ? 1.4 : 0 };
   const planeW = unit.rowLabel + tp * unit.bw + (tp - 1) * unit.gx + 2 * unit.pad;
-  const planeH = unit.head + pp * unit.bh + (pp - 1) * unit.gy + 2 * unit.pad;
+  const planeH = unit.head + pp * unit.bh + (pp - 1) * unit.gy + 2 * unit.pad + unit.foot;
   const totalW = dp * planeW + (dp - 1) * unit.between;
   const k = Math.min(rem, width / totalW);      // px per unit: 1rem, or less to fit
   const box = (r) => {
@@ -68,8 +120,42 @@ function hull(boxes, k, pad = 0.45) {
   return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
 }
 
-function drawGrid(topology, state, width, rem) {
-  const L = layout(topology, width, rem);
+/** The hosts' boxes, behind everything: a dashed outline around each block of a host's ranks, its name below. */
+function drawHosts(topology, hosts, L) {
+  const { k } = L;
+  const sorted = [...(hosts?.values() || [])].sort((a, b) => a.node - b.node);
+  return sorted.flatMap((host, i) => hostBlocks(topology, host.ranks.filter((r) => r < topology.coordinates.length)).map((b) => {
+    const first = L.box(rankAt(topology, b.d, b.st0, b.t0));
+    const last = L.box(rankAt(topology, b.d, b.st1, b.t1));
+    const x = first.x - 0.4 * k;
+    const y = first.y - 0.4 * k;
+    const w = last.x + last.w + 0.4 * k - x;
+    const hgt = last.y + last.h + 1.7 * k - y;
+    return s("g", { class: ["topo-host", i % 2 && "odd"], "data-host": host.host, "data-node": host.node },
+      s("rect", { x, y, width: w, height: hgt, rx: 0.6 * k, class: "topo-host-box" }),
+      s("text", { x: x + 0.5 * k, y: y + hgt - 0.45 * k, class: "topo-host-name" }, host.host),
+      s("title", {}, `${t("node {node} · {host}", { node: host.node, host: host.host })}: ${rankList(host.ranks)}`));
+  }));
+}
+
+/** "TP groups: each inside one host · PP: across hosts · DP: across hosts", from where the ranks ran. */
+function hostsLine(topology, hosts) {
+  const hostOf = hostOfRank(hosts);
+  const counts = groupsInsideHosts(topology, hostOf);
+  const names = new Set(hostOf.values());
+  const said = ["tp", "pp", "dp"].filter((kind) => topology[kind] > 1).map((kind) => {
+    const { inside, of } = counts[kind];
+    const where = inside === of ? t("each inside one host") : inside === 0 ? t("each across hosts")
+      : t("{inside} of {of} inside one host", { inside, of });
+    return h("span", { class: "topo-host-kind", "data-kind": kind },
+      h("span", { class: "topo-kind", style: { background: GROUP_COLOURS[kind] } }, KIND_NAMES[kind]), ` ${where}`);
+  });
+  return h("p", { class: "topo-hosts" }, h("strong", {}, tPlural(names.size, "{n} host", "{n} hosts")), said.length ? ": " : "",
+    said.flatMap((el, i) => (i ? [" · ", el] : [el])));
+}
+
+function drawGrid(topology, state, width, rem, hosts) {
+  const L = layout(topology, width, rem, Boolean(hosts?.size));
   const { k, unit } = L;
   const { groups, links } = activeAt(state);
   const svg = s("svg", { class: "topology-svg", viewBox: `0 0 ${L.width} ${L.height}`, width: L.width, height: L.height, role: "img",
@@ -88,6 +174,7 @@ function drawGrid(topology, state, width, rem) {
       svg.append(s("text", { x: x + (unit.pad + unit.rowLabel - 0.5) * k, y: b.cy, "text-anchor": "end", "dominant-baseline": "central", class: "topo-axis" }, `stage ${st}`));
     }
   }
+  svg.append(...drawHosts(topology, hosts, L));
   // lit groups: behind the boxes
   const lit = new Map();   // rank → kinds lit
   for (const g of groups) {
@@ -208,7 +295,7 @@ function dpSync(state, params, topology) {
     verdict);
 }
 
-export function renderTopology(container, state, { runId, params }) {
+export function renderTopology(container, state, { runId, params, contents }) {
   const topology = state.topology;
   if (!topology) {
     changed(container, "none");
@@ -217,9 +304,10 @@ export function renderTopology(container, state, { runId, params }) {
   }
   const rem = remPx();
   const width = Math.max(320, sizeOf(container).width || 700);
-  const key = [runId, state.index, width, rem].join(",");
+  const hosts = contents?.hosts;
+  const key = [runId, state.index, width, rem, hosts?.size || 0].join(",");
   if (!changed(container, key)) return true;
-  const { svg, groups, links } = drawGrid(topology, state, width, rem);
+  const { svg, groups, links } = drawGrid(topology, state, width, rem, hosts);
   const byKind = traffic(state);
   fill(container,
     h("p", { class: "topo-head" }, h("strong", {}, `tp = ${topology.tp} × pp = ${topology.pp} × dp = ${topology.dp} = ${t("{n} ranks", { n: topology.coordinates.length })}`),
@@ -227,6 +315,7 @@ export function renderTopology(container, state, { runId, params }) {
     h("div", { class: "topo-legend" },
       ["tp", "pp", "dp"].map((kind) => h("span", { class: "key" }, h("span", { class: "swatch", style: { background: GROUP_COLOURS[kind] } }),
         { tp: "TP group: a row of a plane", pp: "PP: a column, send → recv between stages", dp: "DP group: the same place in every plane" }[kind]))),
+    hosts?.size ? hostsLine(topology, hosts) : "",
     nowLine(groups, links, state),
     h("div", { class: "topology-drawing" }, svg),
     h("table", { class: "peaks topo-traffic" },

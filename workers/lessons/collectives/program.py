@@ -119,17 +119,17 @@ SWEEP_SIZES = [4 << k for k in range(0, 19, 3)]              # 4 B … 1 MiB
 REPEATS = 5
 
 
-def ping_pong(lab, nbytes):
-    """Round trips of an nbytes message between ranks 0 and 1 (send, then wait for it to come back)."""
+def ping_pong(lab, nbytes, peer=1):
+    """Round trips of an nbytes message between rank 0 and `peer` (send, then wait for it to come back)."""
     buf = torch.zeros(max(nbytes // 4, 1), device=lab.device)
     times = []
     for _ in range(REPEATS):
         dist.barrier()
         start = time.perf_counter()
         if lab.rank == 0:
-            dist.send(buf, dst=1)
-            dist.recv(buf, src=1)
-        elif lab.rank == 1:
+            dist.send(buf, dst=peer)
+            dist.recv(buf, src=peer)
+        elif lab.rank == peer:
             dist.recv(buf, src=0)
             dist.send(buf, dst=0)
         times.append(time.perf_counter() - start)
@@ -169,7 +169,10 @@ def sweep(lab, p, world):
                 report_point(lab, p.op, world, nbytes, median(round_trips[nbytes]), fit, round_trip=True)
         else:
             time_collective(lab, p, world, fit)
+        links = fit_per_link(lab, world)
     report_fit(lab, fit)
+    for link, (peer, link_fit) in links.items():
+        report_link(lab, link, peer, link_fit)
 
 
 def time_collective(lab, p, world, fit):
@@ -216,6 +219,35 @@ def time_barrier(lab, world, fit):
     if lab.rank == 0:
         lab.metric("barrier_latency", median(times), "s", expected=predict("barrier", world, 0, fit.alpha, fit.beta),
                    formula=f"⌈log₂p⌉·α, gloo's dissemination barrier  (p={world}, α fitted by ping-pong)")
+
+
+def link_peers(lab, world):
+    """Where ranks sit on more than one host (a Ray cluster): rank 0's first peer on its own host and
+    its first on another — {link class: peer}; {} on one host."""
+    hosts = [None] * world
+    dist.all_gather_object(hosts, lab.host)
+    if len(set(hosts)) == 1:
+        return {}
+    same = next((r for r in range(1, world) if hosts[r] == hosts[0]), None)
+    across = next(r for r in range(1, world) if hosts[r] != hosts[0])
+    return {link: peer for link, peer in (("same host", same), ("across hosts", across)) if peer is not None}
+
+
+def fit_per_link(lab, world):
+    """α and β again for each link class, from ping-pong with a peer of that class: a message inside
+    a host goes through memory, one across hosts through the network. {link: (peer, fit)}."""
+    fits = {}
+    for link, peer in link_peers(lab, world).items():
+        one_way = [median(ping_pong(lab, nbytes, peer)) / 2 for nbytes in SWEEP_SIZES]
+        fits[link] = (peer, fit_line(SWEEP_SIZES, one_way))
+    return fits
+
+
+def report_link(lab, link, peer, fit):
+    if lab.rank != 0:
+        return
+    lab.metric("link_fit", fit.alpha, "s", link=link, ranks=[0, peer], beta=fit.beta, r2=fit.r2,
+               formula=f"α, β of one-way times {link} (ping-pong between ranks 0 and {peer})")
 
 
 def report_fit(lab, fit):
