@@ -2,7 +2,8 @@
 their own, and a line saying which groups stay inside one host. A real 8-rank three_d run (tp = pp =
 dp = 2) is exported as its one-file recording, and the `host` events a Ray cluster of four two-CPU
 nodes records for it (consecutive ranks on one node: app/cluster.py) are put into that recording's
-log, just after the run starts, as the server records them. Chromium replays the file."""
+log, just after the run starts, as the server records them. Chromium replays the file, in English and
+in Chinese (the Hosts panel's words with it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.browser.untranslated import english_words, lesson_strings, own_words, switch_to_chinese
 from workers.protocol import Host
 
 pytestmark = pytest.mark.browser
@@ -87,6 +89,16 @@ def test_the_process_groups_view_boxes_each_hosts_ranks_and_says_which_groups_cr
                 drawn = grid.locator(f'.topo-rank[data-rank="{rank}"] .topo-box').bounding_box()
                 assert inside(drawn, outline) == (rank in ranks), (name, rank)
         expect(grid.locator(".dp-verdict.pass")).to_contain_text("as expected")   # the grid's other parts as before
+        # the Hosts panel says what it is for a run on a cluster too, and all of it reads in Chinese
+        expect(page.locator("#h-hosts .panel-note")).to_have_text(
+            "the ranks host by host (a run on a Ray cluster, a torchrun job), each host's clock aligned with the server's")
+        switch_to_chinese(page)
+        expect(page.locator("#h-hosts")).to_have_text(
+            "主机 按主机列出各 rank（Ray 集群上的运行、torchrun 作业），每台主机的时钟与服务器的对齐")
+        expect(grid.locator(".topo-hosts")).to_have_text("4 台主机: TP 每个都在同一台主机内 · PP 每个都跨主机 · DP 每个都跨主机")
+        own = own_words(lesson_strings(page, server.url))
+        left = [line for line in page.locator("#hosts-panel").inner_text().splitlines() if english_words(line, own)]
+        assert not left, f"English left in the Hosts panel: {left}"
     finally:
         context.close()
     assert not errors, f"JavaScript errors on the recording: {errors}"

@@ -94,6 +94,7 @@ KEPT_WORDS = {
     # torch's own names, as the DTensor and FSDP2 lessons keep them
     "DTensor", "Shard", "Replicate", "Partial", "redistribute", "device", "mesh", "ColwiseParallel",
     "RowwiseParallel", "SequenceParallel", "torchrun",
+    "Ray",     # the cluster a run's ranks may be placed on (docs/cluster.md)
 }
 # Names kept whole: the protocol's mismatch classes (the Chinese explanation names them so too).
 KEPT_PHRASES = ["world size", "world_size", "flight recorder", "Flight recorder", "missing ranks", "op mismatch",

@@ -28,8 +28,9 @@ FINAL = ("done", "failed", "cancelled")
 ADMIN_PASSWORD = "cluster-admin-1"
 STEP_TIME_LIMIT_S = 25        # a step-mode run left waiting ends here (the time-limit scenario waits for it)
 CLIENT = httpx.Client(timeout=30)      # signed in as the hosted lab's admin (submissions need an account)
-# the hosted lab, so that the judge runs too; its admin's quotas wide enough for the queue scenario
-LAB = {"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": ADMIN_PASSWORD, "PARALAB_MAX_RUNS_PER_USER": "40",
+RUNS_PER_USER = 10            # each user's runs in flight: the queue scenario's 20 runs are two students' 10 each
+# the hosted lab, so that the judge runs too and its quotas hold
+LAB = {"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": ADMIN_PASSWORD, "PARALAB_MAX_RUNS_PER_USER": str(RUNS_PER_USER),
        "PARALAB_MAX_STEP_RUNS_PER_USER": "4", "PARALAB_STEP_TIME_LIMIT_S": str(STEP_TIME_LIMIT_S)}
 
 
@@ -52,10 +53,21 @@ def start_server(data_dir: str) -> subprocess.Popen:
     raise RuntimeError("the server did not come up within 240 s")
 
 
-def post(body: dict) -> str:
-    response = CLIENT.post(f"{URL}/api/runs", json=body, timeout=30)
+def post(body: dict, client: httpx.Client = CLIENT) -> str:
+    response = client.post(f"{URL}/api/runs", json=body, timeout=30)
     assert response.status_code == 201, response.text
     return response.json()["id"]
+
+
+def student(name: str) -> httpx.Client:
+    """A student's account, made by the admin, and a client signed in as them."""
+    password = f"{name}-password-1"
+    made = CLIENT.post(f"{URL}/api/admin/users", json={"name": name, "password": password, "role": "student"})
+    assert made.status_code in (200, 201), made.text
+    client = httpx.Client(timeout=30)
+    signed_in = client.post(f"{URL}/api/auth/login", json={"name": name, "password": password})
+    assert signed_in.status_code == 200, signed_in.text
+    return client
 
 
 def run_state(run_id: str) -> dict:
@@ -178,11 +190,21 @@ def scenario_judge() -> dict:
 
 
 def scenario_queue() -> dict:
+    """Two students send their quota of runs at once (20 in all, more than the cluster holds): the first's
+    run past the quota is refused as without a cluster, the second's runs are queued all the same, and
+    every run ends."""
+    ada, bob = student("ada"), student("bob")
     started = time.monotonic()
-    ids = [post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread" if i % 2 else "pack"}) for i in range(20)]
+    body = lambda i: {"lesson": "tp_mlp", "world_size": 4, "placement": "spread" if i % 2 else "pack"}
+    ids = [post(body(i), ada) for i in range(RUNS_PER_USER)]
+    past_quota = ada.post(f"{URL}/api/runs", json=body(0))
+    ada_in_flight = sum(run_state(run_id)["status"] not in FINAL for run_id in ids)
+    ids += [post(body(i), bob) for i in range(RUNS_PER_USER)]
     runs = [summary(run_id, wait_final(run_id, timeout=300)) for run_id in ids]
     return {"statuses": [r["status"] for r in runs], "errors": [r["error"] for r in runs if r["error"]],
             "largest_position": max((max(r["positions"], default=0) for r in runs), default=0),
+            "past_quota": {"status": past_quota.status_code, "body": past_quota.text, "in_flight": ada_in_flight},
+            "quota": RUNS_PER_USER,
             "seconds": round(time.monotonic() - started, 2)}
 
 

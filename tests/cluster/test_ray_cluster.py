@@ -110,6 +110,16 @@ def test_20_queued_runs_wait_for_the_cluster_and_all_end(seen):
     assert queue["largest_position"] > 1, "no run waited for the cluster's CPUs"
 
 
+def test_a_users_runs_past_the_quota_are_refused_while_another_users_still_start(seen):
+    queue = _scenario(seen, "queue")             # ada's 10 runs, her 11th, then bob's 10
+    quota = queue["quota"]
+    refused = queue["past_quota"]
+    assert refused["in_flight"] == quota, refused        # all of ada's runs were still queued or running
+    assert refused["status"] == 429, refused
+    assert f"you have {quota} runs queued or running; the limit is {quota}" in refused["body"], refused
+    assert queue["statuses"][quota:] == ["done"] * quota, queue["errors"]      # bob's runs started all the same
+
+
 def test_a_hang_across_hosts_is_reported_and_its_ranks_stopped(seen):
     run = _scenario(seen, "hang")
     assert run["status"] == "failed" and run["error"]["kind"] == "hang", run["error"]

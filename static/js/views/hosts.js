@@ -1,7 +1,8 @@
 /**
- * A job started outside the server (a torchrun job, docs/torchrun.md): its ranks grouped by the node
- * (host) they ran on, each rank with what it is doing at the cursor, and each node's clock — how far
- * it was put from the server's, and how far off that may be (the skew estimate).
+ * Ranks on more than one host — a run on a Ray cluster (docs/cluster.md), a job started outside the server
+ * (a torchrun job, docs/torchrun.md): its ranks grouped by the node (host) they ran on, each rank with
+ * what it is doing at the cursor, and each node's clock — how far it was put from the server's, and how
+ * far off that may be (the skew estimate).
  * Drawn from the latest `host` event of each node (ctx.contents.hosts).
  */
 
@@ -16,7 +17,7 @@ function hostCard(host, state) {
   const offset = host.offset_s >= 0 ? `+${ms(host.offset_s)}` : `−${ms(-host.offset_s)}`;
   return h("li", { class: "host", "data-node": host.node, "data-host": host.host },
     h("h3", {}, t("node {node} · {host}", { node: host.node, host: host.host })),
-    h("p", { class: "host-clock", title: t("this host's clock, put on the server's when its first rank joined") },
+    h("p", { class: "host-clock", title: t("this host's clock, put on the server's when the host joined") },
       t("clock {offset} from the server's, skew ± {skew}", { offset, skew: ms(host.skew_s) })),
     h("ol", { class: "host-ranks" }, host.ranks.map((rank) => {
       const rs = state.ranks[rank];
