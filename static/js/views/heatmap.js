@@ -164,8 +164,18 @@ function hatch(g) {
   return g.createPattern(hatchPattern, "repeat");
 }
 
+const gridImages = new WeakMap();   // tensor preview → Map limit → its image: a jump back to a collective paints none again
+
 /** A tensor preview as a tiny image (one pixel per preview cell), for drawings inside SVG. */
 export function gridImage(tensor, limit) {
+  if (!tensor) return null;
+  if (!gridImages.has(tensor)) gridImages.set(tensor, new Map());
+  const made = gridImages.get(tensor);
+  if (!made.has(limit)) made.set(limit, paintGridImage(tensor, limit));
+  return made.get(limit);
+}
+
+function paintGridImage(tensor, limit) {
   const grid = tensor?.preview || [];
   const rows = grid.length;
   const cols = rows ? grid[0].length : 0;
