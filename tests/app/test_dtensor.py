@@ -95,7 +95,7 @@ def spans(events: list[dict], rank: int) -> dict[str, list[dict]]:
 @pytest.mark.parametrize("name", CORRECT + MISTAKEN)
 def test_each_move_makes_its_collective_recomputed_from_the_events(finished, name):
     world, _ = CASES[name]
-    run, events = finished[name]["run"], finished[name]["events"]
+    events = finished[name]["events"]
     whole = SIZE["rows"] * SIZE["cols"] * 4
     for r in range(world):
         made = spans(events, r)

@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

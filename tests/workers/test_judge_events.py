@@ -4,9 +4,7 @@ as the recorded run names it."""
 
 from __future__ import annotations
 
-import json
-
-from workers.judge_events import MAX_BYTES, MAX_EVENTS, TENSORS_BYTES, EventKeeper, merged
+from workers.judge_events import MAX_BYTES, MAX_EVENTS, EventKeeper, merged
 from workers.protocol import Collective
 
 
