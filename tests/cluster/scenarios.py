@@ -2,7 +2,7 @@
 (tests/cluster/in_namespace.py): it starts a paralab server with `--cluster`, runs each named scenario
 against it over HTTP, and writes what it saw as JSON for tests/cluster/test_ray_cluster.py to judge.
 
-    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives too_big judge queue hang time_limit cancel node_death
+    python3 tests/cluster/scenarios.py OUT.json tp_mlp three_d collectives too_big judge queue hang time_limit cancel step node_death
 """
 
 from __future__ import annotations
@@ -257,6 +257,30 @@ def scenario_cancel() -> dict:
     return result
 
 
+def scenario_step() -> dict:
+    """A step-mode run spread over both nodes: one `step` releases the ranks of both nodes, which meet at
+    their next gates; `continue` then runs it to the end."""
+    from websockets.sync.client import connect
+
+    cluster_idle()
+    run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
+    wait_at_gates(run_id, 4)
+    waits = lambda: sum(e["kind"] == "gate" and e.get("phase") == "waiting" for e in events(run_id))  # noqa: E731
+    cookie = "; ".join(f"{name}={value}" for name, value in CLIENT.cookies.items())
+    with connect(f"ws://127.0.0.1:{PORT}/ws/runs/{run_id}", additional_headers={"Cookie": cookie, "Origin": URL},
+                 open_timeout=10, max_queue=None) as ws:
+        ws.send(json.dumps({"op": "step"}))
+        deadline = time.monotonic() + 60
+        while waits() < 8 and time.monotonic() < deadline:      # every rank at its second gate
+            time.sleep(0.1)
+        at_second_gates = waits()
+        ws.send(json.dumps({"op": "continue"}))
+        state = wait_final(run_id)
+    result = summary(run_id, state)
+    result["waits_after_one_step"] = at_second_gates
+    return result
+
+
 def stopped_and_cleaned(body: dict, gates: int | None = None, timeout: float = 90) -> dict:
     """Run `body` to its end (waiting for `gates` ranks at their gates first, if given), then until
     every process it forked on either node is gone again."""
@@ -313,7 +337,7 @@ def scenario_node_death() -> dict:
 
 SCENARIOS = {"tp_mlp": scenario_tp_mlp, "three_d": scenario_three_d, "collectives": scenario_collectives,
              "too_big": scenario_too_big, "judge": scenario_judge, "queue": scenario_queue, "hang": scenario_hang, "time_limit": scenario_time_limit,
-             "cancel": scenario_cancel, "node_death": scenario_node_death}
+             "cancel": scenario_cancel, "step": scenario_step, "node_death": scenario_node_death}
 
 
 def main(out: str, names: list[str]) -> int:

@@ -16,7 +16,7 @@ import pytest
 from tests.cluster.in_namespace import unshare_permitted
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = ["tp_mlp", "three_d", "collectives", "too_big", "judge", "queue", "hang", "time_limit", "cancel", "node_death"]     # node_death last: it takes a node away
+SCENARIOS = ["tp_mlp", "three_d", "collectives", "too_big", "judge", "queue", "hang", "time_limit", "cancel", "step", "node_death"]     # node_death last: it takes a node away
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -143,6 +143,13 @@ def test_cancelling_a_run_across_hosts_stops_every_rank_on_both_nodes(seen):
     assert len(run["hosts"]) == 2
     assert run["during"] >= run["idle"] + 2 + 4, run        # a supervisor per node, four ranks
     assert run["left"] == run["idle"], run
+
+
+def test_step_mode_steps_and_continues_ranks_on_both_nodes(seen):
+    run = _scenario(seen, "step")
+    assert len(run["hosts"]) == 2
+    assert run["waits_after_one_step"] == 8, run        # one step: each of the 4 ranks on to its next gate
+    assert run["status"] == "done" and run["checks"] == run["checks_passed"] > 0, run
 
 
 def test_a_node_killed_mid_run_fails_that_run_naming_it_and_leaves_nothing(seen):
