@@ -18,6 +18,7 @@ from app.settings import Settings
 from workers.protocol import Log as LogEvent, Run as RunEvent
 
 CHANNEL_DRAIN_S = 2.0      # after the supervisor's report, how long to wait for ranks' last bytes
+SUPERVISOR_REPORT_GRACE_S = 6.0   # a supervisor gone without its report: how long the report may still take to arrive
 
 
 class Outcome:
@@ -148,7 +149,7 @@ class Outcome:
             return False
         now = time.monotonic()
         run.supervisor_gone_at = run.supervisor_gone_at or now
-        if now - run.supervisor_gone_at < CHANNEL_DRAIN_S:
+        if now - run.supervisor_gone_at < SUPERVISOR_REPORT_GRACE_S:   # a loaded server reads it late
             return False
         self.kill(run)
         self.finish(run, "failed", run_error("supervisor", say(

@@ -121,7 +121,7 @@ def test_a_run_whose_supervisor_dies_fails_saying_so(lab, bob):
         run_id = bob.post("/api/runs", json={"lesson": "tp_mlp", "world_size": 2, "step": True}).json()["id"]
         _wait_waiting(bob, run_id)
         os.kill(_supervisor_of(procs), signal.SIGKILL)
-        ended = wait_for(lambda: (s := _status(bob, run_id))["status"] != "running" and s, timeout=15)
+        ended = wait_for(lambda: (s := _status(bob, run_id))["status"] != "running" and s, timeout=30)
     assert ended["status"] == "failed" and ended["error"]["kind"] == "supervisor"
     assert "supervisor" in ended["error"]["message"] and "died" in ended["error"]["message"]
     assert procs.left_behind() == []
