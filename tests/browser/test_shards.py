@@ -34,8 +34,12 @@ def test_each_ranks_shard_is_drawn_before_and_after_each_redistribution(page: Pa
 
     page.keyboard.press("Home")                              # the first step: nothing redistributed yet
     expect(page.locator("#shards")).to_contain_text("No DTensor redistribution yet at this step.")
+    counter = page.locator("#scrubber .seq-counter")
     for _ in range(40):                                      # collective by collective, to the all-gather
+        before = counter.inner_text()
         page.keyboard.press("]")
+        expect(counter).not_to_have_text(before)
+        expect(page.locator("section[data-stale]")).to_have_count(0)     # the panel has drawn this step
         if "Replicate()" in page.locator("#shards").inner_text():
             break
     expect(page.locator("#shards")).to_contain_text("all-gather on mesh (2), dimension tp: a [8, 4] tensor "
