@@ -62,6 +62,7 @@ export async function startProblemPage(root) {
   let draft = null;
   try { draft = localStorage.getItem(draftKey); } catch { /* none */ }
   input.value = draft || problem.starter;
+  input.readOnly = false;            // read-only until now: what is typed before the problem loads would be lost
   paint();
   input.addEventListener("input", paint);
   input.addEventListener("scroll", sync);
