@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import LiveServer
 from tests.problems.wrong import wrong_solution
 from workers import sandbox
 from workers.problems import PROBLEMS
@@ -19,15 +20,19 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")]
 
 
-@pytest.fixture
-def lab(server_factory):
-    live = server_factory(env={"PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1",
-                               "PARALAB_SECRET_KEY": "test-key"})
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One hosted lab for the module (a server start is the dearest thing here); each test signs in as a
+    student of its own, so none sees another's submissions."""
+    live = LiveServer(tmp_path_factory.mktemp("paralab-problems"), env={
+        "PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1", "PARALAB_SECRET_KEY": "test-key"}).start()
     with httpx.Client(base_url=live.url) as admin:
         assert admin.post("/api/auth/login", json={"name": "admin", "password": "admin-secret-1"}).status_code == 200
         assert admin.post("/api/admin/classes", json={"name": "cs101"}).status_code == 201
-        assert admin.post("/api/admin/users", json={"name": "ada", "password": "ada-pass-1", "class": "cs101"}).status_code == 201
-    return live
+        for name in ("ada", "bea"):
+            assert admin.post("/api/admin/users", json={"name": name, "password": f"{name}-pass-1", "class": "cs101"}).status_code == 201
+    yield live
+    live.stop()
 
 
 def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
@@ -106,8 +111,8 @@ def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, pag
     """A ring whose last rank skips its send/recv: while it is judged the page counts the seconds on
     4 ranks; the verdict is the hang report naming each rank, the call it waits in and its line."""
     page.goto(lab.url + "/login?next=/problems/ring_allreduce")
-    page.fill("#sign-in input[name=name]", "ada")
-    page.fill("#sign-in input[name=password]", "ada-pass-1")
+    page.fill("#sign-in input[name=name]", "bea")
+    page.fill("#sign-in input[name=password]", "bea-pass-1")
     page.click("#sign-in button[type=submit]")
     page.wait_for_url("**/problems/ring_allreduce")
     code = (REPO / "tests/problems/deadlock_ring.py").read_text()
