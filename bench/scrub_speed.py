@@ -54,15 +54,8 @@ RUN_TIME_LIMIT_S = "600"    # the biggest run takes longer than the default minu
 
 
 def record(server: LiveServer, lesson: str, world_size: int, params: dict, limit_s: float = 900) -> dict:
-    """The run, once finished; polled with long timeouts (8 busy ranks on a loaded machine slow the server)."""
-    run_id = server.start_run(lesson, world_size, params)["id"]
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        run = httpx.get(f"{server.url}/api/runs/{run_id}", timeout=60).json()
-        if run["status"] in ("done", "failed", "cancelled"):
-            return run
-        time.sleep(0.5)
-    raise TimeoutError(f"run {run_id} did not finish in {limit_s} s")
+    """The run, once finished (8 busy ranks on a loaded machine slow the server: a long limit)."""
+    return server.wait_run(server.start_run(lesson, world_size, params)["id"], timeout=limit_s)
 
 
 def open_recorded(page: Page, server: LiveServer, lesson: str, run: dict) -> float:
