@@ -34,6 +34,7 @@ log = logging.getLogger("paralab.cluster")
 STRATEGIES = {"pack": "PACK", "spread": "SPREAD"}
 NODE_POLL_S = 1.0           # how often the server looks for nodes that joined or died
 RESERVE_POLL_S = 0.25       # how often a waiting run looks again whether its placement group is ready
+CONNECT_ATTEMPTS = 3        # joining the cluster: a busy head may fail to start a client server in time
 
 
 class ClusterError(RuntimeError):
@@ -110,9 +111,18 @@ class RayCluster:
         import ray
 
         self._ray = ray
-        if not ray.is_initialized():
-            ray.init(address=self.address, namespace="paralab", logging_level=logging.WARNING,
-                     log_to_driver=False, configure_logging=False)
+        for attempt in range(1, CONNECT_ATTEMPTS + 1):
+            if ray.is_initialized():
+                break
+            try:
+                ray.init(address=self.address, namespace="paralab", logging_level=logging.WARNING,
+                         log_to_driver=False, configure_logging=False)
+            except ConnectionAbortedError as exc:   # a busy head failed to start this client's server in time
+                if attempt == CONNECT_ATTEMPTS:
+                    raise
+                log.warning("joining the Ray cluster at %s failed (%s); trying again", self.address, exc)
+                ray.shutdown()
+                time.sleep(2.0 * attempt)
         self.events_host = ray.util.get_node_ip_address()
 
     def _sync_nodes(self) -> None:

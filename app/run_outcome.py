@@ -11,6 +11,7 @@ import time
 from typing import Callable
 
 from app import flight_recorder
+from app.flight_recorder import ranks_phrase
 from app.messages import run_error, say
 from app.run import Run
 from app.run_store import RunStore
@@ -166,8 +167,8 @@ class Outcome:
         node, ranks = lost
         self.kill(run)
         self.finish(run, "failed", run_error("node", say(
-            "run.node_died", "the cluster node {node} died, and with it ranks {ranks} of this run",
-            node=node, ranks=", ".join(map(str, ranks))), node=node, ranks=ranks))
+            "run.node_died", "the cluster node {node} died, and with it {ranks} of this run",
+            node=node, ranks=ranks_phrase(ranks)), node=node, ranks=ranks))
         return True
 
     def _idle_too_long(self, run: Run) -> bool:

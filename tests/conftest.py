@@ -201,9 +201,11 @@ def server_factory(tmp_path):
 def spawn_mode_server(tmp_path_factory) -> LiveServer:
     """A server in spawn mode (macOS's start method, forced with PARALAB_START_METHOD=spawn): its standby
     ranks each import torch, so it is started once for the modules that need it. SPAWN_TEST_TAG, inherited
-    by every process it starts, tells its slot and standbys apart from another server's."""
+    by every process it starts, tells its slot and standbys apart from another server's. Its limits are
+    roomy: a run's clock starts before the slot spawns the standbys it lacks, each importing torch,
+    which takes a minute on loaded cores (this server proves spawning, not the limits)."""
     data_dir = tmp_path_factory.mktemp("paralab-spawn")
-    live = LiveServer(data_dir, env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2",
+    live = LiveServer(data_dir, "--time-limit", "180", "--hang-timeout", "30", env={"PARALAB_START_METHOD": "spawn", "PARALAB_STANDBY_RANKS": "2",
                                      "SPAWN_TEST_TAG": str(data_dir)})
     yield live
     live.stop()

@@ -111,6 +111,28 @@ def descendants(root: int, procs: dict[int, Proc]) -> list[Proc]:
     return out
 
 
+def tree(root: int) -> list[Proc]:
+    """`root`'s descendants, read from each process's own list of children: a few files, not the
+    whole of /proc, so a watcher polling it sees a process that lives only a few milliseconds."""
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                children = Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if (proc := _proc(child)) is not None:
+                    out.append(proc)
+                    todo.append(child)
+    return out
+
+
 def launcher_pid(server) -> int:
     """The server's warm launcher: its child running `python -m workers.launcher`."""
     for proc in descendants(server.proc.pid, processes()):
@@ -130,7 +152,7 @@ class RunProcesses:
     def __init__(self, server):
         self.launcher = launcher_pid(server)
         self.launcher_session = _proc(self.launcher).session
-        self._before = {(p.pid, p.start) for p in descendants(self.launcher, processes())}
+        self._before = {(p.pid, p.start) for p in tree(self.launcher)}
         self.seen: dict[tuple[int, int], Proc] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -145,10 +167,10 @@ class RunProcesses:
 
     def _watch(self) -> None:
         while not self._stop.is_set():
-            for proc in descendants(self.launcher, processes()):
+            for proc in tree(self.launcher):
                 if (proc.pid, proc.start) not in self._before:   # as last seen: a supervisor forked, then
                     self.seen[(proc.pid, proc.start)] = proc       # led its own session (setsid)
-            time.sleep(0.003)
+            time.sleep(0.001)
 
     def left_behind(self, timeout: float = 10) -> list[Proc]:
         """Processes of the run still living once `timeout` has passed (empty as soon as none is)."""

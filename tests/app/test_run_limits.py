@@ -52,9 +52,12 @@ def _status(c: httpx.Client, run_id: str) -> dict:
     return c.get(f"/api/runs/{run_id}").json()
 
 
-def _wait_waiting(c: httpx.Client, run_id: str) -> None:
-    wait_for(lambda: any(json.loads(line).get("phase") == "waiting"
-                         for line in c.get(f"/api/runs/{run_id}/events").text.splitlines()), timeout=60)
+def _wait_waiting(c: httpx.Client, run_id: str, world_size: int = 2) -> None:
+    """Until every rank waits at its first gate: then the log grows no more until a step is said."""
+    def ranks_waiting() -> bool:
+        events = map(json.loads, c.get(f"/api/runs/{run_id}/events").text.splitlines())
+        return len({e["rank"] for e in events if e.get("phase") == "waiting"}) == world_size
+    wait_for(ranks_waiting, timeout=60)
 
 
 def test_ten_runs_sent_together_against_a_quota_of_two_start_two(lab, bob):

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.sign_in import sign_in
 from tests.problems.wrong import wrong_solution
 from workers import sandbox
 
@@ -32,11 +33,7 @@ def lab(server_factory):
 
 @pytest.mark.timeout(300)          # the judge's four sandboxed ranks, on a loaded two-core machine
 def test_a_wrong_submission_links_to_its_run_stepped_to_the_failing_collective(lab, page):
-    page.goto(lab.url + "/login?next=/problems/fsdp_wrapper")
-    page.fill("#sign-in input[name=name]", "ada")
-    page.fill("#sign-in input[name=password]", "ada-pass-1")
-    page.click("#sign-in button[type=submit]")
-    page.wait_for_url("**/problems/fsdp_wrapper")
+    sign_in(page, lab.url + "/problems/fsdp_wrapper", "ada", "ada-pass-1")
     editor = page.locator(".editor-input")
     expect(editor).to_have_value(re.compile("def reduce_gradients"))       # the starter, once the page is built
     editor.fill(WRONG)

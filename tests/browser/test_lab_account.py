@@ -10,6 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.sign_in import sign_in
 from tests.conftest import LiveServer
 from workers import sandbox
 
@@ -38,15 +39,6 @@ def lab(lab_server):
     if lab_server.proc.poll() is not None:
         lab_server.start()
     return lab_server
-
-
-def sign_in(page, url: str, name: str, password: str) -> None:
-    page.goto(url)
-    page.wait_for_url("**/login?next=*")
-    page.fill("#sign-in input[name=name]", name)
-    page.fill("#sign-in input[name=password]", password)
-    page.click("#sign-in button[type=submit]")
-    page.wait_for_url(url)
 
 
 def signs_in(lab, name: str, password: str) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.browser.sign_in import sign_in, submit_sign_in
 from tests.conftest import LiveServer
 from tests.problems.wrong import wrong_solution
 from workers import sandbox
@@ -38,12 +39,9 @@ def lab(tmp_path_factory):
 def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     page.goto(lab.url + "/problems/ring_allreduce")
     page.wait_for_url("**/login?next=*")                     # a stranger is sent to sign in
-    page.fill("#sign-in input[name=name]", "ada")
-    page.fill("#sign-in input[name=password]", "wrong-password")
-    page.click("#sign-in button[type=submit]")
+    submit_sign_in(page, "ada", "wrong-password")
     page.wait_for_selector("#sign-in .lab-error:has-text('wrong name or password')")
-    page.fill("#sign-in input[name=password]", "ada-pass-1")
-    page.click("#sign-in button[type=submit]")
+    submit_sign_in(page, "ada", "ada-pass-1")
     page.wait_for_url("**/problems/ring_allreduce")
     page.wait_for_selector(".statement h1, .statement p")
     assert page.locator(".lab-user").inner_text().startswith("ada")
@@ -83,11 +81,7 @@ def test_a_new_problem_in_chinese_and_its_communication_failure_named(lab, page)
     where the reduce-scatter belongs fails the communication check, whose detail (in Chinese) names
     the call and the reference's, and shows the calls expected and performed."""
     from tests.browser.untranslated import switch_to_chinese
-    page.goto(lab.url + "/login?next=/problems/fsdp_wrapper")
-    page.fill("#sign-in input[name=name]", "ada")
-    page.fill("#sign-in input[name=password]", "ada-pass-1")
-    page.click("#sign-in button[type=submit]")
-    page.wait_for_url("**/problems/fsdp_wrapper")
+    sign_in(page, lab.url + "/problems/fsdp_wrapper", "ada", "ada-pass-1")
     page.wait_for_selector(".statement h3")
     assert page.locator(".statement h3").inner_text().startswith("An FSDP-style wrapper")
     switch_to_chinese(page)
@@ -110,11 +104,7 @@ def test_a_new_problem_in_chinese_and_its_communication_failure_named(lab, page)
 def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, page):
     """A ring whose last rank skips its send/recv: while it is judged the page counts the seconds on
     4 ranks; the verdict is the hang report naming each rank, the call it waits in and its line."""
-    page.goto(lab.url + "/login?next=/problems/ring_allreduce")
-    page.fill("#sign-in input[name=name]", "bea")
-    page.fill("#sign-in input[name=password]", "bea-pass-1")
-    page.click("#sign-in button[type=submit]")
-    page.wait_for_url("**/problems/ring_allreduce")
+    sign_in(page, lab.url + "/problems/ring_allreduce", "bea", "bea-pass-1")
     code = (REPO / "tests/problems/deadlock_ring.py").read_text()
     send_line = next(n for n, line in enumerate(code.splitlines(), 1) if "dist.send(" in line)
     page.locator(".editor-input").fill(code)
@@ -132,11 +122,7 @@ def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, pag
 
 
 def test_the_problem_list_shows_each_title_in_the_interfaces_language(lab, page):
-    page.goto(lab.url + "/login?next=/problems")
-    page.fill("#sign-in input[name=name]", "ada")
-    page.fill("#sign-in input[name=password]", "ada-pass-1")
-    page.click("#sign-in button[type=submit]")
-    page.wait_for_url("**/problems")
+    sign_in(page, lab.url + "/problems", "ada", "ada-pass-1")
     title = page.locator('[data-problem="ring_allreduce"] h2')
     assert title.inner_text() == "Ring all-reduce from send/recv"
     page.click('[data-action="lang"]')

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import open_page
+from tests.browser.sign_in import submit_sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -25,11 +26,9 @@ def lab(server_factory):
     return live
 
 
-def sign_in(page, url: str) -> None:
+def sign_in_as_ada(page, url: str) -> None:
     page.goto(url + "/login")
-    page.locator("input[name=name]").first.fill(ADA["name"])
-    page.locator("input[name=password]").first.fill(ADA["password"])
-    page.locator("button[type=submit]").first.click()
+    submit_sign_in(page, ADA["name"], ADA["password"])
     page.wait_for_url(lambda u: "/login" not in u)
 
 
@@ -40,7 +39,7 @@ def test_progress_follows_the_learner_to_another_browser(lab, browser):
     laptop.goto(lab.url + "/login")                   # a run seen to its end here before signing in
     laptop.evaluate("""localStorage.setItem("paralab:progress",
                          JSON.stringify({collectives: {ran: true, answered: [], questions: 0}}))""")
-    sign_in(laptop, lab.url)
+    sign_in_as_ada(laptop, lab.url)
     laptop.goto(lab.url + "/lessons/collectives")
     questions = laptop.locator("#explanation details.self-check")
     expect(questions.first).to_be_attached()
@@ -48,7 +47,7 @@ def test_progress_follows_the_learner_to_another_browser(lab, browser):
     with laptop.expect_response(lambda r: r.url.endswith("/api/progress") and r.request.method == "PUT" and r.ok):
         questions.first.locator("summary").click()
 
-    sign_in(phone, lab.url)
+    sign_in_as_ada(phone, lab.url)
     phone.goto(lab.url + "/")
     card = phone.locator('.lesson-card[data-card="collectives"]')
     expect(card.locator(".lesson-progress")).to_have_text(f"✓ ran · 1 of {count} questions answered")

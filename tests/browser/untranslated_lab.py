@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.browser.sign_in import submit_sign_in
 from tests.browser.untranslated import Finding, english_words, own_words, run_from_page, switch_to_chinese, untranslated
 from tests.problems.wrong import wrong_solution
 from workers.judge import ALLOWED_IMPORTS
@@ -39,12 +40,6 @@ def admin_client(base_url: str) -> httpx.Client:
     admin.post("/api/admin/classes", json={"name": "cs101"})
     admin.post("/api/admin/users", json={"name": "ada", "password": "ada-pass-1", "class": "cs101"})
     return admin
-
-
-def sign_in(page, name: str, password: str) -> None:
-    page.fill("#sign-in input[name=name]", name)
-    page.fill("#sign-in input[name=password]", password)
-    page.click("#sign-in button[type=submit]")
 
 
 def wait_state(page, state: str, timeout: float = 90_000) -> None:
@@ -74,15 +69,15 @@ def audit_sign_in(page, base_url: str, look) -> None:
     page.click("#sign-up button[type=submit]")
     page.wait_for_selector("#sign-up .lab-error:not([hidden])")
     look("join: a wrong class code")
-    sign_in(page, "ada", "not-her-password")
+    submit_sign_in(page, "ada", "not-her-password")
     page.wait_for_selector("#sign-in .lab-error:not([hidden])")
     look("sign-in: a wrong password")
     for _ in range(2):
         httpx.post(f"{base_url}/api/auth/login", json={"name": "mallory", "password": "guess"})
-    sign_in(page, "mallory", "guess")
+    submit_sign_in(page, "mallory", "guess")
     page.wait_for_function("document.querySelector('#sign-in .lab-error').textContent.includes('mallory')")
     look("sign-in: the limit (429)")
-    sign_in(page, "ada", "ada-pass-1")
+    submit_sign_in(page, "ada", "ada-pass-1")
     page.wait_for_url("**/problems")
 
 
@@ -166,7 +161,7 @@ def audit_admin(page, base_url: str, admin: httpx.Client, look, report: dict) ->
     page.goto(f"{base_url}/admin")
     page.wait_for_url("**/login?next=*")
     switch_to_chinese(page)
-    sign_in(page, "admin", ADMIN_PASSWORD)
+    submit_sign_in(page, "admin", ADMIN_PASSWORD)
     page.wait_for_url("**/admin")
     page.wait_for_selector("#runs tr[data-run]")
     page.wait_for_selector("#submissions tr[data-submission]")

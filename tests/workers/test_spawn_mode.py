@@ -41,7 +41,7 @@ def test_spawn_mode_runs_lessons_reports_crashes_and_cleans_up(spawn_server):
     assert len(run["checks"]) == 8 and all(c["passed"] for c in run["checks"])
 
     bigger = finished(spawn_server, "sp_mlp", 4)   # more ranks than the slot keeps warm
-    assert bigger["status"] == "done" and all(c["passed"] for c in bigger["checks"])
+    assert bigger["status"] == "done" and all(c["passed"] for c in bigger["checks"]), bigger["error"]
 
     crashed = finished(spawn_server, "crash", 2, {"how": "raise", "rank": 1})
     assert crashed["status"] == "failed"
