@@ -11,7 +11,9 @@ draws it and the layout it forces; not the idle wait for that frame. With --base
 are also scrubbed on a server started from that commit (git archive), alternating with this checkout's,
 and the ratio of the medians is printed: a shared, busy machine then weighs on both alike.
 Usage: python bench/scrub_speed.py [--baseline REF] [--rounds 1] [--steps 100] [--jumps 10]
-       [--only NAME] [--profile OUT.cpuprofile] [--views]
+       [--only NAME] [--profile OUT.cpuprofile] [--views] [--data-dir DIR]
+With --data-dir, the runs are recorded there and reused by the next invocation given the same folder (recording the
+three 8-rank runs takes minutes on a busy machine).
 """
 
 from __future__ import annotations
@@ -142,6 +144,19 @@ def report_views(views: dict[str, dict[str, dict[str, float]]], rounds: int) -> 
             print(f"    {what:<10} " + "  ".join(f"{view} {ms / rounds:.1f}" for view, ms in top))
 
 
+def recorded(server: LiveServer, data_dir: Path, name: str, lesson: str, world_size: int, params: dict) -> dict:
+    """The run `name` as recorded in `data_dir` by an earlier invocation, else recorded now (and noted there)."""
+    index_path = data_dir / "scrub-speed-runs.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    if name in index:
+        found = httpx.get(f"{server.url}/api/runs/{index[name]}", timeout=60)
+        if found.status_code == 200 and found.json()["status"] == "done":
+            return found.json()
+    run = record(server, lesson, world_size, params)
+    index_path.write_text(json.dumps({**index, name: run["id"]}))
+    return run
+
+
 def checkout(ref: str, into: Path) -> Path:
     """The tree of commit `ref` written into `into` (git archive: no worktree, nothing to clean up in .git)."""
     archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
@@ -164,13 +179,15 @@ def main() -> None:
     parser.add_argument("--only", help="measure only the runs whose name contains this")
     parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
     parser.add_argument("--views", action="store_true", help="also print where each move's drawing went, view by view")
+    parser.add_argument("--data-dir", type=Path, help="record the runs here, or reuse those an earlier invocation recorded")
     args = parser.parse_args()
     with ExitStack() as stack:
-        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        data_dir = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        data_dir.mkdir(parents=True, exist_ok=True)
         env = {"PARALAB_RUN_TIME_LIMIT_S": RUN_TIME_LIMIT_S}
         servers = {"this checkout": started(stack, LiveServer(data_dir, env=env))}
         server = servers["this checkout"]
-        chosen = [(name, lesson, record(server, lesson, world_size, params))
+        chosen = [(name, lesson, recorded(server, data_dir, name, lesson, world_size, params))
                   for name, lesson, world_size, params in RUNS if not args.only or args.only in name]
         for name, _, run in chosen:
             assert run["status"] == "done", (name, run)
