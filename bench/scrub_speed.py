@@ -11,7 +11,7 @@ draws it and the layout it forces; not the idle wait for that frame. With --base
 are also scrubbed on a server started from that commit (git archive), alternating with this checkout's,
 and the ratio of the medians is printed: a shared, busy machine then weighs on both alike.
 Usage: python bench/scrub_speed.py [--baseline REF] [--rounds 1] [--steps 100] [--jumps 10]
-       [--only NAME] [--profile OUT.cpuprofile] [--views] [--data-dir DIR]
+       [--opens 1] [--only NAME] [--profile OUT.cpuprofile] [--views] [--data-dir DIR]
 With --data-dir, the runs are recorded there and reused by the next invocation given the same folder (recording the
 three 8-rank runs takes minutes on a busy machine).
 """
@@ -84,10 +84,10 @@ def time_live(page: Page, server: LiveServer, lesson: str, run: dict) -> list[fl
 
 
 def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int,
-            views: dict | None = None) -> dict[str, list[float]]:
-    """Each kind of move's samples (ms) on `server`'s page of the recorded `run`; with `views`, each move's
-    mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it."""
-    opened = 1000 * open_recorded(page, server, lesson, run)
+            views: dict | None = None, opens: int = 1) -> dict[str, list[float]]:
+    """Each kind of move's samples (ms) on `server`'s page of the recorded `run` (opened `opens` times); with
+    `views`, each move's mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it."""
+    opened = [1000 * open_recorded(page, server, lesson, run) for _ in range(opens)]
     total = run["events"]
     time_actions(page, step_actions(total, "ArrowRight", 20, bursts=2))          # warm the JIT
     moves = {
@@ -97,7 +97,7 @@ def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, 
         "Home": jump_actions("Home", jumps),
         "scrubber": seek_actions(total, 2 * jumps),
     }
-    samples = {"open": [opened]}
+    samples = {"open": opened}
     for what, actions in moves.items():
         parts = time_parts(page, actions)
         samples[what] = [p["total"] for p in parts]
@@ -176,6 +176,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="alternations of this checkout and the baseline per run")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--jumps", type=int, default=10)
+    parser.add_argument("--opens", type=int, default=1, help="times each run is opened (the median is reported)")
     parser.add_argument("--only", help="measure only the runs whose name contains this")
     parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
     parser.add_argument("--views", action="store_true", help="also print where each move's drawing went, view by view")
@@ -204,7 +205,8 @@ def main() -> None:
             for round_ in range(args.rounds):
                 order = list(servers.items())
                 for side, on in order if round_ % 2 == 0 else order[::-1]:
-                    found = measure(page, on, lesson, run, args.steps, args.jumps, views[side] if args.views else None)
+                    found = measure(page, on, lesson, run, args.steps, args.jumps, views[side] if args.views else None,
+                                    args.opens)
                     for what, samples in found.items():
                         sides[side][what] += samples
             report(name, run["events"], sides)
