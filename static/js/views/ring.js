@@ -244,7 +244,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
 // or back to a place seen before (End after Home), pairs nothing again: a pipeline's thousands of sends
 // are one step, and pairing them all took most of a step's time.
 const analyses = new Map();      // key → {byKey, steps, byStep: Map step key → its transfers}
-const KEPT_ANALYSES = 8;
+const KEPT_ANALYSES = 4;
 
 function analysisOf(state, runId, gated) {
   const key = state.p2pSeq === undefined ? null : `${runId}|${state.p2pSeq}|${gated.map((g) => g.seq).join(",")}`;
