@@ -67,6 +67,16 @@ class Recording:
                     break
         return events
 
+    def events_bytes(self, count: int) -> bytes | None:
+        """The log as written, if it holds exactly `count` whole lines (else None: a line still being
+        written, or a log that is not the one in memory)."""
+        try:
+            data = (self.dir / "events.jsonl").read_bytes()
+        except OSError:
+            return None
+        whole = data.endswith(b"\n") or not data
+        return data if whole and data.count(b"\n") == count else None
+
     def rewrite_events(self, events: list[dict]) -> None:
         """Replace the whole log (which drops a line cut short by a crash)."""
         self.close()

@@ -140,6 +140,9 @@ class RunManager:
     def events_since(self, run: Run, since: int) -> list[dict]:
         return self.store.events_since(run, since)
 
+    def encoded_events_since(self, run: Run, since: int) -> bytes:
+        return self.store.encoded_events_since(run, since)
+
     def tensor(self, run: Run, tensor_id: str) -> dict | None:
         return self.store.tensor(run, tensor_id)
 

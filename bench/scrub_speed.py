@@ -11,7 +11,9 @@ draws it and the layout it forces; not the idle wait for that frame. With --base
 are also scrubbed on a server started from that commit (git archive), alternating with this checkout's,
 and the ratio of the medians is printed: a shared, busy machine then weighs on both alike.
 Usage: python bench/scrub_speed.py [--baseline REF] [--rounds 1] [--steps 100] [--jumps 10]
-       [--only NAME] [--profile OUT.cpuprofile] [--views]
+       [--opens 1] [--only NAME] [--profile OUT.cpuprofile] [--views] [--data-dir DIR]
+With --data-dir, the runs are recorded there and reused by the next invocation given the same folder (recording the
+three 8-rank runs takes minutes on a busy machine).
 """
 
 from __future__ import annotations
@@ -82,10 +84,10 @@ def time_live(page: Page, server: LiveServer, lesson: str, run: dict) -> list[fl
 
 
 def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int,
-            views: dict | None = None) -> dict[str, list[float]]:
-    """Each kind of move's samples (ms) on `server`'s page of the recorded `run`; with `views`, each move's
-    mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it."""
-    opened = 1000 * open_recorded(page, server, lesson, run)
+            views: dict | None = None, opens: int = 1) -> dict[str, list[float]]:
+    """Each kind of move's samples (ms) on `server`'s page of the recorded `run` (opened `opens` times); with
+    `views`, each move's mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it."""
+    opened = [1000 * open_recorded(page, server, lesson, run) for _ in range(opens)]
     total = run["events"]
     time_actions(page, step_actions(total, "ArrowRight", 20, bursts=2))          # warm the JIT
     moves = {
@@ -95,7 +97,7 @@ def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, 
         "Home": jump_actions("Home", jumps),
         "scrubber": seek_actions(total, 2 * jumps),
     }
-    samples = {"open": [opened]}
+    samples = {"open": opened}
     for what, actions in moves.items():
         parts = time_parts(page, actions)
         samples[what] = [p["total"] for p in parts]
@@ -142,6 +144,19 @@ def report_views(views: dict[str, dict[str, dict[str, float]]], rounds: int) -> 
             print(f"    {what:<10} " + "  ".join(f"{view} {ms / rounds:.1f}" for view, ms in top))
 
 
+def recorded(server: LiveServer, data_dir: Path, name: str, lesson: str, world_size: int, params: dict) -> dict:
+    """The run `name` as recorded in `data_dir` by an earlier invocation, else recorded now (and noted there)."""
+    index_path = data_dir / "scrub-speed-runs.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    if name in index:
+        found = httpx.get(f"{server.url}/api/runs/{index[name]}", timeout=60)
+        if found.status_code == 200 and found.json()["status"] == "done":
+            return found.json()
+    run = record(server, lesson, world_size, params)
+    index_path.write_text(json.dumps({**index, name: run["id"]}))
+    return run
+
+
 def checkout(ref: str, into: Path) -> Path:
     """The tree of commit `ref` written into `into` (git archive: no worktree, nothing to clean up in .git)."""
     archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
@@ -161,16 +176,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="alternations of this checkout and the baseline per run")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--jumps", type=int, default=10)
+    parser.add_argument("--opens", type=int, default=1, help="times each run is opened (the median is reported)")
     parser.add_argument("--only", help="measure only the runs whose name contains this")
     parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
     parser.add_argument("--views", action="store_true", help="also print where each move's drawing went, view by view")
+    parser.add_argument("--data-dir", type=Path, help="record the runs here, or reuse those an earlier invocation recorded")
     args = parser.parse_args()
     with ExitStack() as stack:
-        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        data_dir = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        data_dir.mkdir(parents=True, exist_ok=True)
         env = {"PARALAB_RUN_TIME_LIMIT_S": RUN_TIME_LIMIT_S}
         servers = {"this checkout": started(stack, LiveServer(data_dir, env=env))}
         server = servers["this checkout"]
-        chosen = [(name, lesson, record(server, lesson, world_size, params))
+        chosen = [(name, lesson, recorded(server, data_dir, name, lesson, world_size, params))
                   for name, lesson, world_size, params in RUNS if not args.only or args.only in name]
         for name, _, run in chosen:
             assert run["status"] == "done", (name, run)
@@ -187,7 +205,8 @@ def main() -> None:
             for round_ in range(args.rounds):
                 order = list(servers.items())
                 for side, on in order if round_ % 2 == 0 else order[::-1]:
-                    found = measure(page, on, lesson, run, args.steps, args.jumps, views[side] if args.views else None)
+                    found = measure(page, on, lesson, run, args.steps, args.jumps, views[side] if args.views else None,
+                                    args.opens)
                     for what, samples in found.items():
                         sides[side][what] += samples
             report(name, run["events"], sides)

@@ -65,7 +65,9 @@ export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => e
   /** The recorded events in one batch; then the socket, unless the batch ended the run. */
   async function preload() {
     onState("connecting");
-    const recorded = await recordedEvents(runId, last);
+    const early = last === 0 ? prefetched.get(runId) : null;
+    prefetched.delete(runId);
+    const recorded = await (early || recordedEvents(runId, last));
     if (closed) return;
     const fresh = [];
     for (const event of recorded) {
@@ -103,6 +105,14 @@ export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => e
     /** Drop the socket as a network failure would (it reconnects); for trying resumption out. */
     drop: () => socket?.drop(),
   };
+}
+
+const prefetched = new Map();    // run id → its recorded events, asked for before the page connected
+
+/** Start fetching run `runId`'s recorded events now: a page opened on a run asks for them while it loads
+ *  its lesson and the run's description, not after. The next `connectRun` to it takes them. */
+export function prefetchEvents(runId) {
+  if (!prefetched.has(runId)) prefetched.set(runId, recordedEvents(runId, 0));
 }
 
 /** The run's recorded events after `since`, parsed; none where they cannot be had (the socket then says why). */

@@ -54,6 +54,29 @@ export function fill(container, ...children) {
   return container;
 }
 
+/**
+ * Fill `container` with what `key` names: the nodes a recent drawing made for the same key (and language)
+ * are put back, else `make()`'s children are built. A place seen before — End after Home, a step back
+ * and forth — is not built again. The `most` latest drawings are kept.
+ */
+const keptDrawings = new WeakMap();
+export function fillKept(container, key, make, most = 4) {
+  const name = `${document.documentElement.lang}|${key}`;
+  if (!keptDrawings.has(container)) keptDrawings.set(container, new Map());
+  const kept = keptDrawings.get(container);
+  let nodes = kept.get(name);
+  if (nodes) {
+    kept.delete(name);
+    container.replaceChildren(...nodes);
+  } else {
+    fill(container, ...make());
+    nodes = [...container.childNodes];
+  }
+  kept.set(name, nodes);
+  if (kept.size > most) kept.delete(kept.keys().next().value);
+  return container;
+}
+
 // ---- sizes, read without forcing a layout in the middle of a drawing ------------------------------
 // Reading a size after the views have written forces the browser to lay the page out there and then
 // again after the next write. So the root font size is read once (again only after the text size

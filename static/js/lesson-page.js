@@ -5,7 +5,7 @@
 
 import { onResize, textSizeChanged } from "paralab/dom.js";
 import { createStore } from "paralab/store.js";
-import { connectRun } from "paralab/connection.js";
+import { connectRun, prefetchEvents } from "paralab/connection.js";
 import { currentLang, lessonField, t, tPlural, useLessonTexts } from "paralab/i18n.js";
 import { foldCache, stateAt } from "paralab/replay.js";
 import { bindHover } from "paralab/controls/hover.js";
@@ -267,6 +267,7 @@ window.paralab = { store, timings, get connection() { return connection; } };   
 
 async function main() {
   const wanted = readLocation();
+  if (wanted.runId) prefetchEvents(wanted.runId);
   await useLesson(lessonId, { values: { world_size: wanted.worldSize, params: wanted.params } });
   if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq);
   else {

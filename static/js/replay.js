@@ -125,6 +125,7 @@ function emptyState(worldSize) {
     schedule: null,           // a pipeline run's ideal grid (rank 0's `schedule` event)
     topology: null,           // a 3D-parallel run's process-group grid (rank 0's `topology` event)
     p2p: [],                  // every send/recv span: {rank, op, peer, tag, label, begin, end}
+    p2pSeq: 0,                // the seq of the last event that began or ended one (p2p is the same until the next)
     gated: false,             // some rank has stopped at a step-mode gate
     site: null,               // {path, line, rank, seq}: where the code is at the cursor
     tNow: 0,
@@ -237,7 +238,10 @@ function span(state, rs, e) {
                    at: rs.spans.length, p2pAt: e.kind === "p2p" ? state.p2p.length : null };
     rs.open.push(open);
     rs.spans.push(open);
-    if (e.kind === "p2p") state.p2p.push(open);
+    if (e.kind === "p2p") {
+      state.p2p.push(open);
+      state.p2pSeq = e.seq;
+    }
   } else {
     // The oldest open span this end closes (isend/irecv may have several open at once).
     // Compute spans nest: the innermost of that name. Calls: the oldest that matches (several sends
@@ -252,7 +256,10 @@ function span(state, rs, e) {
       const peer = e.kind === "p2p" && (o.peer === null || o.peer === undefined) ? e.peer : o.peer;
       const closed = { ...o, t1: e.t, error: e.error || null, end: e, peer };
       rs.spans[o.at] = closed;
-      if (o.p2pAt !== null) state.p2p[o.p2pAt] = closed;
+      if (o.p2pAt !== null) {
+        state.p2p[o.p2pAt] = closed;
+        state.p2pSeq = e.seq;
+      }
       rs.open.splice(k, 1);
     }
   }

@@ -4,7 +4,7 @@
  * their difference as heatmaps.
  */
 
-import { changed, fill, h, remPx } from "paralab/dom.js";
+import { changed, fill, fillKept, h, remPx } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { t, tText } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
@@ -58,7 +58,7 @@ export function renderChecks(container, state, { runId, worldSize }) {
         { n: expected, checks: groups.length, ranks })
       : t("{done} of {n} checks done, all passed so far", { done: rows.length, n: expected });
   const ctx = { runId, box: { maxW: 14 * rem, maxH: 10 * rem, maxCell: 1.2 * rem } };
-  fill(container,
+  fillKept(container, key, () => [
     h("p", { class: ["checks-summary", failed ? "fail" : "pass"], role: "status" }, failed ? "✗ " : "✓ ", summary),
     groups.map((g) => {
       const groupFailed = [...g.rows.values()].some((e) => !e.passed);
@@ -79,5 +79,5 @@ export function renderChecks(container, state, { runId, worldSize }) {
               h("details", { open: rows.find((r) => !r.passed) === e },
                 h("summary", {}, t("rank {rank}'s numbers against the reference", e)), comparison(e, ctx)))),
           ]))));
-    }));
+    })]);
 }

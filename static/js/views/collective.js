@@ -5,7 +5,7 @@
  * lecturer can talk over it); ranks that have finished show their outputs. Derived from the log only.
  */
 
-import { changed, fill, h, remPx, s, sizeOf } from "paralab/dom.js";
+import { changed, fill, fillKept, h, remPx, s, sizeOf } from "paralab/dom.js";
 import { rankColour, SUM_COLOUR } from "paralab/palette.js";
 import { t } from "paralab/i18n.js";
 import { formatBytes, parseSite, rankList } from "paralab/replay.js";
@@ -109,22 +109,29 @@ export function drawCollective(layout, c, rem) {
   return svg;
 }
 
-export function renderCollective(container, state) {
+/** `runId`: a drawing of this run's collective at the same point (its members' begins and ends) is kept and put back. */
+export function renderCollective(container, state, runId = null) {
   const c = state.current;
   const rem = remPx();
   const width = Math.max(320, sizeOf(container).width || 640);
-  const key = c ? [c.key, c.begins.size, c.ends.size, width, rem, state.event?.kind === "collective"].join("|") : "none";
+  const key = c ? [runId, c.key, c.begins.size, c.ends.size, width, rem, state.event?.kind === "collective"].join("|") : "none";
   if (!changed(container, key)) return;
   if (!c) {
     fill(container, h("p", { class: "empty" }, "No collective yet at this step. Step forward (→) to reach one."));
     return;
   }
+  if (runId === null) fill(container, ...drawing(c, state, width, rem));
+  else fillKept(container, key, () => drawing(c, state, width, rem));
+}
+
+/** The collective's head, its phase in words and its picture. */
+function drawing(c, state, width, rem) {
   const plan = valuePlan(c, { width, rem });     // small enough to draw by its numbers
   const layout = plan ? { phase: phaseOf(c) } : layoutCollective(c, { width, rem });
-  const drawing = plan ? drawValues(plan, c, layout.phase, { width, rem }) : drawCollective(layout, c, rem);
+  const picture = plan ? drawValues(plan, c, layout.phase, { width, rem }) : drawCollective(layout, c, rem);
   const site = parseSite(c.site);
   const bytes = c.begins.get(c.ranks[0])?.bytes ?? c.bytes;
-  fill(container,
+  return [
     h("div", { class: ["collective-head", state.event?.kind === "collective" ? "at-cursor" : "earlier"] },
       h("span", { class: `op-badge op-${c.op}` }, c.op.replace(/_/g, "-")),
       h("span", { class: "collective-label" }, c.label || ""),
@@ -133,5 +140,5 @@ export function renderCollective(container, state) {
         site ? ` · ${site.path.split("/").pop()}:${site.line}` : "",
         state.event?.kind === "collective" ? "" : ` · ${t("(the last collective before this step)")}`)),
     h("p", { class: ["phase-line", `phase-${layout.phase.name}`], "aria-live": "polite" }, phaseSentence(layout, c)),
-    h("div", { class: "collective-drawing" }, drawing));
+    h("div", { class: "collective-drawing" }, picture)];
 }

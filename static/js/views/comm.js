@@ -15,6 +15,9 @@ import { t } from "paralab/i18n.js";
 import { collectiveKey, formatBytes } from "paralab/replay.js";
 
 export const EXPECTED_METRIC = "block_comm_bytes_expected";
+// A run of hundreds of calls (a pipeline's sends, a program's loop) lists this many, around the current
+// one (else the latest); the totals count them all. Its whole table was a step's time on a big run.
+export const MOST_ROWS = 24;
 
 /** The end event that times a call: the member that waited least. */
 function timing(row, state) {
@@ -25,6 +28,20 @@ function timing(row, state) {
   return ends.reduce((best, e) => (e.duration < best.duration ? e : best));
 }
 
+/** [from, to): the rows listed — all, or `MOST_ROWS` around the current one (else the latest). */
+function listed(rows, current) {
+  if (rows.length <= MOST_ROWS) return [0, rows.length];
+  const middle = current >= 0 ? current : rows.length - 1;
+  const to = Math.min(rows.length, Math.max(middle + 1 + MOST_ROWS / 4, MOST_ROWS));
+  return [to - MOST_ROWS, to];
+}
+
+/** A row saying how many calls the list leaves out before or after it. */
+function notListed(n, where) {
+  return h("tr", { class: "comm-more" }, h("td", { colspan: 9 },
+    t(where === "earlier" ? "… {n} earlier calls (counted in the total)" : "… {n} later calls (counted in the total)", { n })));
+}
+
 export function renderComm(container, state, { runId }) {
   const rows = [
     ...state.sent.map((e) => ({ kind: "collective", begin: e, seq: e.seq })),
@@ -33,8 +50,9 @@ export function renderComm(container, state, { runId }) {
   const expected = state.metrics.get(EXPECTED_METRIC);
   const ends = rows.map((row) => timing(row, state));
   const current = rows.find((row, i) => state.event?.seq === row.seq || state.event?.seq === ends[i]?.seq);
-  const key = [runId, state.ranks.length, expected?.seq, state.final, current?.seq,
-    ...rows.map((row, i) => `${row.seq}:${ends[i]?.seq}`)].join(",");
+  const [from, to] = listed(rows, rows.indexOf(current));
+  const key = [runId, state.ranks.length, expected?.seq, state.final, current?.seq, rows.length, from,
+    ...rows.slice(from, to).map((row, i) => `${row.seq}:${ends[from + i]?.seq}`)].join(",");
   if (!changed(container, key)) return;
   if (!rows.length && !expected) {
     morph(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
@@ -59,9 +77,9 @@ export function renderComm(container, state, { runId }) {
           th("algbw", "num", "algorithm bandwidth = bytes / time"),
           th("busbw", "num", "bus bandwidth = algbw × factor (nccl-tests), comparable with the link's speed"),
           th("factor", "num", "busbw / algbw: nccl-tests' factor for this call"))),
-        h("tbody", {}, rows.map((row, i) => {
+        h("tbody", {}, from > 0 ? notListed(from, "earlier") : null, rows.slice(from, to).map((row, k) => {
           const e = row.begin;
-          const end = ends[i];
+          const end = ends[from + k];
           const factor = end?.algbw > 0 && typeof end.busbw === "number" ? end.busbw / end.algbw : null;
           return h("tr", { class: state.event?.seq === e.seq || (end && state.event?.seq === end.seq) ? "current" : null },
             h("td", {}, row.kind === "p2p" ? `→ rank ${e.peer}` : `${e.group} #${e.cseq}`),
@@ -74,7 +92,7 @@ export function renderComm(container, state, { runId }) {
             h("td", { class: "num" }, end ? formatRate(end.algbw) : ""),
             h("td", { class: "num" }, end ? formatRate(end.busbw) : ""),
             h("td", { class: "num factor" }, factor === null ? "" : String(Number(factor.toFixed(3)))));
-        })),
+        }), to < rows.length ? notListed(rows.length - to, "later") : null),
         h("tfoot", {}, h("tr", {}, h("th", { scope: "row", colspan: labels ? 3 : 2 }, "measured total"),
           h("td", { class: "num comm-total" }, formatBytes(total)), h("td", { colspan: wire ? 5 : 4 }))))),
     expected

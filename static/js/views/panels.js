@@ -14,6 +14,7 @@ import { timed } from "paralab/timings.js";
 import { VIEWS, viewsFor } from "paralab/views/registry.js";
 
 const IDLE_WAIT_MS = 500;       // the longest an off-screen panel waits for an idle moment
+const SIGHT_MARGIN_PX = 120;    // a panel this near the visible part of the stage counts as on screen
 
 /** One hidden panel per view, placed after `anchor` in its parent; returns id → {view, section, body}. */
 export function mountPanels(anchor, views = VIEWS) {
@@ -40,17 +41,31 @@ export function mountPanels(anchor, views = VIEWS) {
 export function drawPanels(panels, state, ctx) {
   const shown = new Set(viewsFor(ctx.contents, { ran: Boolean(ctx.runId) }));
   const later = [];
-  let deferred = null;
+  const deferred = panels.values().next().value?.deferred;
+  const opening = deferred?.opens(ctx.runId, state.total > 0);
   for (const panel of panels.values()) {
-    deferred = panel.deferred;
     if (!shown.has(panel.view)) {
       panel.section.hidden = true;
       continue;
     }
-    if (panel.section.hidden || deferred.onScreen(panel.section)) timed(panel.view.id, () => draw(panel, state, ctx));
+    const justShown = panel.section.hidden;
+    panel.section.hidden = false;
+    // A panel just shown has not been seen by the observer: drawn at once, unless the run is opening (every
+    // panel shows at once then, on a page with nothing drawn yet: its place is quick to know).
+    const now = justShown ? !opening || inSight(panel.section) : deferred.onScreen(panel.section);
+    if (now) timed(panel.view.id, () => draw(panel, state, ctx));
     else later.push(panel);
   }
   deferred?.due(later, state, ctx);
+}
+
+/** Whether `section` lies in what the stage shows, or within the observer's margin of it (a layout). */
+function inSight(section) {
+  const box = section.getBoundingClientRect();
+  const stage = section.closest(".stage")?.getBoundingClientRect();
+  const top = Math.max(stage?.top ?? 0, 0) - SIGHT_MARGIN_PX;
+  const bottom = Math.min(stage?.bottom ?? innerHeight, innerHeight) + SIGHT_MARGIN_PX;
+  return box.bottom > top && box.top < bottom;
 }
 
 function draw({ view, section, body }, state, ctx) {
@@ -67,6 +82,7 @@ function deferredDrawing() {
   const visible = new Set();
   let pending = { panels: [], state: null, ctx: null };
   let scheduled = false;
+  let drawnRun;
   const drawPending = (panel) => {
     pending.panels = pending.panels.filter((p) => p !== panel);
     draw(panel, pending.state, pending.ctx);
@@ -78,7 +94,7 @@ function deferredDrawing() {
       const panel = isIntersecting && pending.panels.find((p) => p.section === target);
       if (panel) drawPending(panel);
     }
-  }, { rootMargin: "120px" }) : null;
+  }, { rootMargin: `${SIGHT_MARGIN_PX}px` }) : null;
   const idle = (fn) => (window.requestIdleCallback ? requestIdleCallback(fn, { timeout: IDLE_WAIT_MS }) : setTimeout(fn, 50));
   function drawOne() {
     scheduled = false;
@@ -95,6 +111,12 @@ function deferredDrawing() {
   return {
     watch: (section) => observer?.observe(section),
     onScreen: (section) => !observer || visible.has(section),
+    /** Whether this drawing is the first of run `runId` with events (the last was another run's, or had none). */
+    opens(runId, hasEvents) {
+      const first = runId !== drawnRun;
+      if (hasEvents) drawnRun = runId;
+      return first && Boolean(observer);
+    },
     /** These panels are to show `state`, once the browser has a moment (the latest call wins). */
     due(panels, state, ctx) {
       for (const panel of panels) panel.section.dataset.stale = "";   // what a test waits on (none left: all drawn)

@@ -52,7 +52,7 @@ export const VIEWS = [
     needs: "send/recv events (or ranks stopped at a send/recv gate), unless the origins panel draws them",
     shows: (c) => (c.kinds.has("p2p") || c.gated.has("p2p")) && !c.origins, metrics: RING_METRICS, render: renderRing },
   { id: "collective", title: "Collective", needs: "collective events (or ranks stopped at a gate)",
-    shows: (c) => c.kinds.has("collective") || c.gated.has("collective"), render: (el, state) => renderCollective(el, state) },
+    shows: (c) => c.kinds.has("collective") || c.gated.has("collective"), render: (el, state, ctx) => renderCollective(el, state, ctx?.runId ?? null) },
   { id: "shards", title: "DTensor placements", note: "what each rank holds of the global tensor, before and after",
     needs: "collectives of a DTensor redistribution (events with `mesh` and `placements`)",
     shows: (c) => c.placements, render: (el, state) => renderShards(el, state) },

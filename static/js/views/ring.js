@@ -100,24 +100,15 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
     return true;
   }
-  const byKey = new Map();
-  for (const sp of state.p2p) if (!byKey.has(sp.label)) byKey.set(sp.label, stepOf(sp.label));
-  for (const g of gated) if (!byKey.has(g.label)) byKey.set(g.label, stepOf(g.label));
-  const steps = [...new Map([...byKey.values()].map((st) => [st.key, st])).values()];
+  const analysis = analysisOf(state, runId, gated);
+  const { steps } = analysis;
   const current = stepAtCursor(state, steps);
   const step = steps.find((x) => x.key === current) || steps[steps.length - 1];
-  const spans = state.p2p.filter((sp) => byKey.get(sp.label).key === step.key);
+  const { spans, labelled, gatedHere, sends, waitingRecvs, atGates, all, arrows } = transfersOf(analysis, state, step, gated);
   const rem = remPx();
   const width = Math.max(360, sizeOf(container).width || 640);
   const world = worldSize || state.ranks.length;
   const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
-  const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
-  const { sends, waitingRecvs } = pairUp(spans);
-  const atGates = gatedHere.filter((g) => g.op === "send")
-    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
-  const all = [...sends, ...waitingRecvs, ...atGates];
-  const arrows = all.length > MOST_ARROWS ? latestArrows(all) : all;
-  for (const a of arrows) if (!("chunk" in a)) a.chunk = a.send ? chunkOf(a.send.begin || a.send, "send") : chunkOf(a.recv.begin || a.recv, "recv");
   const delivered = sends.filter((x) => x.status === "delivered").length;
   const key = [runId, rem, width, steps.length, step.key, all.length, delivered, waitingRecvs.length,
     ...arrows.map((a) => `${a.send?.seq}>${a.recv?.seq}:${a.status}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
@@ -225,7 +216,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   });
   place(svg, parts);
 
-  const detail = spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
+  const detail = !labelled ? "" : spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
   const ringSteps = state.metrics.get("steps_ring");
   const doubling = state.metrics.get("steps_recursive_doubling");
   const index = steps.indexOf(step);
@@ -245,6 +236,50 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   ].filter(Boolean));
   cache.done();
   return true;
+}
+
+// What the send/recv calls at a state make — the steps, and each step's transfers paired — kept for the
+// latest few states by what decides it: the run, the last event that began or ended a send/recv
+// (`state.p2pSeq`: until the next one, the calls are the same) and the gates. A step over a compute event,
+// or back to a place seen before (End after Home), pairs nothing again: a pipeline's thousands of sends
+// are one step, and pairing them all took most of a step's time.
+const analyses = new Map();      // key → {byKey, steps, byStep: Map step key → its transfers}
+const KEPT_ANALYSES = 4;
+
+function analysisOf(state, runId, gated) {
+  const key = state.p2pSeq === undefined ? null : `${runId}|${state.p2pSeq}|${gated.map((g) => g.seq).join(",")}`;
+  const kept = key !== null && analyses.get(key);
+  if (kept) {
+    analyses.delete(key);            // the most recently used last
+    analyses.set(key, kept);
+    return kept;
+  }
+  const byKey = new Map();
+  for (const sp of state.p2p) if (!byKey.has(sp.label)) byKey.set(sp.label, stepOf(sp.label));
+  for (const g of gated) if (!byKey.has(g.label)) byKey.set(g.label, stepOf(g.label));
+  const steps = [...new Map([...byKey.values()].map((st) => [st.key, st])).values()];
+  const made = { byKey, steps, byStep: new Map() };
+  if (key === null) return made;
+  analyses.set(key, made);
+  if (analyses.size > KEPT_ANALYSES) analyses.delete(analyses.keys().next().value);
+  return made;
+}
+
+/** The step's calls, its sends paired with their recvs, and the arrows to draw (each with its chunk). */
+function transfersOf(analysis, state, step, gated) {
+  const kept = analysis.byStep.get(step.key);
+  if (kept) return kept;
+  const spans = state.p2p.filter((sp) => analysis.byKey.get(sp.label).key === step.key);
+  const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
+  const { sends, waitingRecvs } = pairUp(spans);
+  const atGates = gatedHere.filter((g) => g.op === "send")
+    .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
+  const all = [...sends, ...waitingRecvs, ...atGates];
+  const arrows = all.length > MOST_ARROWS ? latestArrows(all) : all;
+  for (const a of arrows) if (!("chunk" in a)) a.chunk = a.send ? chunkOf(a.send.begin || a.send, "send") : chunkOf(a.recv.begin || a.recv, "recv");
+  const made = { spans, labelled: spans.some((sp) => sp.label), gatedHere, sends, waitingRecvs, atGates, all, arrows };
+  analysis.byStep.set(step.key, made);
+  return made;
 }
 
 /**
