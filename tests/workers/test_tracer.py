@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import struct
 
@@ -286,7 +285,7 @@ def test_every_preview_id_names_a_blob_with_the_full_values(traced):
     assert len(ids) == 2 and len(set(ids)) == 2
     for tensor_id in ids:
         blob = emitted.blobs[tensor_id]
-        data = base64.b64decode(blob["data"])
+        data = blob["data"]
         assert blob["shape"] == [40, 40]
         assert list(struct.unpack(f"<{40 * 40}f", data)) == pytest.approx(x.flatten().tolist())
 
