@@ -60,11 +60,47 @@ class BlobValues(bytes):
     __slots__ = ()
 
 
+class Grid(list):
+    """A preview's grid (lists of floats) with its JSON text already written (`text`, by
+    `workers.preview`, for the whole grid at once): `encode` puts that text in the line instead of
+    having `json` write 1,024 floats one by one (0.15–0.3 ms a grid, twice a traced call)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, rows: list, text: bytes):
+        super().__init__(rows)
+        self.text = text
+
+
+_GRID_MARK = "\x00grid"   # a placeholder no message holds: JSON writes it "\u0000grid"
+
+
 def encode(message: dict) -> bytes:
     """One message as it goes on the stream: a JSON line, compact; a blob of `BlobValues`, its frame."""
     if _is_frame(message):
         return b"".join(frame(message))
-    return json.dumps(message, separators=(",", ":"), allow_nan=True).encode() + b"\n"
+    grids: list[Grid] = []
+    if "tensors" in message or "tensor" in message:
+        message = _marked(message, grids)
+    line = json.dumps(message, separators=(",", ":"), allow_nan=True).encode()
+    for i, grid in enumerate(grids):
+        line = line.replace(b'"\\u0000grid%d"' % i, grid.text, 1)
+    return line + b"\n"
+
+
+def _marked(message: dict, grids: list) -> dict:
+    """`message` with each preview's `Grid` replaced by a placeholder string (`grids` gets them, in order)."""
+    def mark(preview):
+        if not isinstance(preview, dict) or type(preview.get("preview")) is not Grid:
+            return preview
+        grids.append(preview["preview"])
+        return {**preview, "preview": f"{_GRID_MARK}{len(grids) - 1}"}
+    marked = dict(message)
+    if isinstance(message.get("tensors"), list):
+        marked["tensors"] = [mark(p) for p in message["tensors"]]
+    if "tensor" in message:
+        marked["tensor"] = mark(message["tensor"])
+    return marked if grids else message
 
 
 def frame(message: dict) -> tuple[bytes, bytes]:
