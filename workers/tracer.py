@@ -211,15 +211,13 @@ class Tracer:
                 setattr(module, name, wrapper)
 
     def _wrap(self, name: str, spec: OpSpec, original: Callable) -> Callable:
-        signature = inspect.signature(original)
+        arguments = _binder(inspect.signature(original))
         tracer = self
 
         def traced(*args, **kwargs):
             if getattr(tracer._local, "inside", False):
                 return original(*args, **kwargs)
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            call = bound.arguments
+            call = arguments(args, kwargs)
             event = tracer._begin_event(spec, call, caller=sys._getframe(1))
             tracer._local.inside = True
             try:
@@ -378,6 +376,39 @@ class Tracer:
                 return f"{shown}:{frame.f_lineno}"
             frame = frame.f_back
         return None
+
+
+def _binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict]:
+    """The call's arguments by name, defaults filled in, as `signature.bind` + `apply_defaults` give
+    them; for a signature of plain parameters, a dict built directly (a tenth of bind's cost, paid
+    on every traced call). Anything unusual (too many arguments, an unknown name) goes to `bind`,
+    which raises what it always did."""
+    params = list(signature.parameters.values())
+    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+        return lambda args, kwargs: _bound(signature, args, kwargs)
+    names = [p.name for p in params]
+    defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+    def arguments(args: tuple, kwargs: dict) -> dict:
+        if len(args) > len(names) or (kwargs and not kwargs.keys() <= set(names[len(args):])):
+            return _bound(signature, args, kwargs)
+        call = dict(zip(names, args))
+        call.update(kwargs)
+        if len(call) < len(names):
+            for key in names:
+                if key not in call:
+                    if key not in defaults:
+                        return _bound(signature, args, kwargs)   # a required argument missing: bind says so
+                    call[key] = defaults[key]
+            call = {key: call[key] for key in names}   # in the signature's order, as bind gives
+        return call
+    return arguments
+
+
+def _bound(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict:
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 @functools.lru_cache(maxsize=4096)
