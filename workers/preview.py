@@ -44,8 +44,12 @@ def _equal_blocks(grid: np.ndarray, out_rows: int, out_cols: int) -> np.ndarray:
     if rows > out_rows:
         grid = grid.reshape(out_rows, rows // out_rows, cols).sum(1)
     if cols > out_cols:
-        grid = grid.reshape(out_rows, out_cols, cols // out_cols).sum(-1)
+        runs = grid.reshape(out_rows, out_cols, cols // out_cols)
+        grid = torch.from_numpy(runs).sum(-1).numpy() if runs.size > _LARGE else runs.sum(-1)
     return grid * np.float32(1 / ((rows // out_rows) * (cols // out_cols)))
+
+
+_LARGE = 1 << 16   # from this many values, torch's reductions beat numpy's (its per-op cost no longer counts)
 
 
 _POWERS_OF_TEN = np.array([10.0 ** i for i in range(23)])   # exact doubles
@@ -111,7 +115,10 @@ def _rounded_each(values: np.ndarray) -> list:
 def _stats(values: np.ndarray, blocks: np.ndarray | None) -> dict:
     """min, max, mean and abs_max of every value (abs_max from the extremes; the mean from `blocks`,
     the means of equal blocks, when given)."""
-    low, high = float(values.min()), float(values.max())
+    if values.size > _LARGE:   # one pass for both
+        low, high = (float(v) for v in torch.aminmax(torch.from_numpy(values)))
+    else:
+        low, high = float(values.min()), float(values.max())
     abs_max = math.nan if math.isnan(low) or math.isnan(high) else max(-low, high)
     mean = float((values if blocks is None else blocks).mean(dtype=np.float64))
     stats = {"min": low, "max": high, "mean": mean, "abs_max": abs_max}
