@@ -20,7 +20,7 @@ import select
 import socket
 import threading
 
-from workers.protocol import BlobValues, decode, encode, frame
+from workers.protocol import BlobValues, Encoded, decode, encode, frame
 
 
 class EventChannel:
@@ -67,7 +67,8 @@ class EventChannel:
             self._outbox.put(message)
             return
         with self._lock:
-            data = encode(self._in_order(message))
+            ordered = self._in_order(message)
+            data = ordered.line if type(ordered) is Encoded else encode(ordered)   # the tracer's line, if unchanged
             with self._writing:
                 self._sock.sendall(data)
 

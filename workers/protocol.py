@@ -72,6 +72,18 @@ class Grid(list):
         self.text = text
 
 
+class Encoded(dict):
+    """A message with its line already written (`line`, what `encode` gives for it): the tracer
+    writes each event once to check its size, and the channel sends that line rather than
+    writing the event again. A copy: changing the message afterwards leaves the line stale."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, message: dict, line: bytes):
+        super().__init__(message)
+        self.line = line
+
+
 _GRID_MARK = "\x00grid"   # a placeholder no message holds: JSON writes it "\u0000grid"
 
 

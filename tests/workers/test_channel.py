@@ -12,7 +12,7 @@ import torch
 
 from workers import preview as previews
 from workers.channel import EventChannel
-from workers.protocol import frame_length
+from workers.protocol import Encoded, encode, frame_length
 
 
 class Listener:
@@ -106,3 +106,15 @@ def test_events_never_go_back_in_time(listener):
         channel.send({"kind": "log", "rank": 0, "t": t, "message": str(t)})
     channel.close()
     assert [m["t"] for m in listener.until_closed()[1:]] == [1.0, 3.0, 3.0, 4.0]
+
+
+def test_an_event_whose_line_is_written_already_goes_as_that_line_unless_its_time_moves(listener):
+    """The tracer writes an event's line once (to check its size) and the channel sends that line;
+    an event reported after a later one of its rank is placed at that time, so it is written again."""
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    late = {"kind": "log", "rank": 0, "t": 1.0, "message": "late"}
+    channel.send(Encoded({"kind": "log", "rank": 0, "t": 2.0, "message": "as written"}, encode(
+        {"kind": "log", "rank": 0, "t": 2.0, "message": "as written"})))
+    channel.send(Encoded(late, encode(late)))
+    channel.close()
+    assert [(m["message"], m["t"]) for m in listener.until_closed()[1:]] == [("as written", 2.0), ("late", 2.0)]
