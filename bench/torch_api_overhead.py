@@ -9,7 +9,8 @@ traced round ends once they are all written. A round is a whole run (set up — 
 parallelize_module — and the steps) in ranks already started, as the warm launcher's ranks are;
 the steps alone are timed too. Rank 0 prints the medians and the ratios (budget ≤ 1.25 for a run),
 wall-clock and CPU time, and the tracer's cost per aten op that is not a collective.
-Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5]
+Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5] [--profile FILE]
+(--profile: cProfile of rank 0's main thread during its traced rounds, for pstats)
 """
 
 from __future__ import annotations
