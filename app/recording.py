@@ -1,5 +1,6 @@
 """Runs on disk: `DATA_DIR/runs/<id>/` holds `run.json` (what was asked and how it ended),
-`events.jsonl` (every event, in `seq` order) and `tensors/<tid>.json` (full tensors by id).
+`events.jsonl` (every event, in `seq` order) and `tensors/<tid>.blob` (full tensors by id: a header
+line, then the raw float32 values; runs recorded before that have `tensors/<tid>.json`, base64 inside).
 A recorded run replays from these files alone, after a restart, with no ranks."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+
+from workers.protocol import blob_values
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -85,15 +88,38 @@ class Recording:
         os.replace(tmp, self.dir / "events.jsonl")
 
     def save_tensor(self, blob: dict) -> None:
+        """Keep a blob as it came in a frame: its header line, then its raw values (`<tid>.blob`). One
+        whose base64 is not (the first format's `data`) is not kept: its id answers 404."""
         tensor_id = blob["blob"]
-        if _SAFE_ID.match(tensor_id):
-            (self.dir / "tensors" / f"{tensor_id}.json").write_text(json.dumps(blob))
+        if not _SAFE_ID.match(tensor_id):
+            return
+        try:
+            values = blob_values(blob)
+        except ValueError:
+            return
+        header = {k: v for k, v in blob.items() if k not in ("data", "nbytes")}
+        header["nbytes"] = len(values)
+        (self.dir / "tensors" / f"{tensor_id}.blob").write_bytes(json.dumps(header).encode() + b"\n" + values)
 
     def load_tensor(self, tensor_id: str) -> dict | None:
+        """`{"blob", "shape", "dtype", "data"}`, `data` the raw values, from a `.blob` file or (recorded
+        before frames) a `.json` one with base64 values; None when there is none."""
         if not _SAFE_ID.match(tensor_id):
             return None
-        path = self.dir / "tensors" / f"{tensor_id}.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        path = self.dir / "tensors" / f"{tensor_id}.blob"
+        if path.exists():
+            header, _, values = path.read_bytes().partition(b"\n")
+            blob = json.loads(header)
+            blob.pop("nbytes", None)
+            return {**blob, "data": values}
+        path = path.with_suffix(".json")
+        if not path.exists():
+            return None
+        blob = json.loads(path.read_text())
+        try:
+            return {**blob, "data": blob_values(blob)}
+        except ValueError:
+            return None
 
 
 def recorded_ids(root: Path) -> list[str]:

@@ -1,6 +1,7 @@
 """The event port: each rank's (and each supervisor's) connection, after a hello naming the run and
 its token. A rank's event is checked against the protocol (a malformed one fails the run, unshown),
-held until what it depends on is recorded (app/causal.py), then recorded; a tensor blob is stored;
+held until what it depends on is recorded (app/causal.py), then recorded; a tensor blob (a frame: its
+line, then its raw values) is stored;
 the supervisor's report ends the run."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from app.messages import run_error, say
 from app.run import Run
 from app.run_outcome import Outcome
 from app.run_store import RunStore
-from workers.protocol import decode, problem
+from workers.protocol import decode, frame_length, problem
 
 log = logging.getLogger("paralab.runs")
 
@@ -53,7 +54,10 @@ class Ingest:
                 if run.stepping is not None and run.stepping != run.step:   # continue/pause said before it connected
                     writer.write((json.dumps({"stepping": run.stepping}) + "\n").encode())
             while line := await reader.readline():
-                self.take(run, rank, decode(line))
+                message = decode(line)
+                if (length := frame_length(message)) is not None:   # a blob's raw values follow its line
+                    message["data"] = await reader.readexactly(length)
+                self.take(run, rank, message)
         except (ValueError, ConnectionError, asyncio.IncompleteReadError) as exc:
             log.warning("event channel of run %s rank %s: %s", run and run.id, rank, exc)
         finally:

@@ -9,7 +9,8 @@ traced round ends once they are all written. A round is a whole run (set up — 
 parallelize_module — and the steps) in ranks already started, as the warm launcher's ranks are;
 the steps alone are timed too. Rank 0 prints the medians and the ratios (budget ≤ 1.25 for a run),
 wall-clock and CPU time, and the tracer's cost per aten op that is not a collective.
-Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5]
+Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5] [--profile FILE]
+(--profile: cProfile of rank 0's main thread during its traced rounds, for pstats)
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def per_op_cost(tracer_factory) -> float:
     return (traced - plain) * 1e6
 
 
-def rank_main(rounds: int, steps: int) -> None:
+def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
+    import cProfile
     import torch
     import torch.distributed as dist
     sys.path.insert(0, str(REPO))
@@ -112,6 +114,7 @@ def rank_main(rounds: int, steps: int) -> None:
     rank = dist.get_rank()
     channel = _reader_channel(rank)
     t0 = time.monotonic()
+    profiler = cProfile.Profile() if profile and rank == 0 else None
 
     def new_tracer():
         return Tracer(channel.send, rank, lambda: time.monotonic() - t0)
@@ -123,6 +126,8 @@ def rank_main(rounds: int, steps: int) -> None:
         dist.barrier()
         if tracer:
             tracer.install()
+        if profiler and tracer:
+            profiler.enable()
         try:
             start, cpu_start = time.perf_counter(), time.process_time()
             step = build()
@@ -137,6 +142,8 @@ def rank_main(rounds: int, steps: int) -> None:
             end, cpu_end = time.perf_counter(), time.process_time()
             return end - start, end - steps_start, cpu_end - cpu_start, cpu_end - cpu_steps_start
         finally:
+            if profiler and tracer:
+                profiler.disable()
             if tracer:
                 tracer.uninstall()
 
@@ -154,6 +161,8 @@ def rank_main(rounds: int, steps: int) -> None:
                 plain = statistics.median(t[part] for t in times[False])
                 print(f"{name}, {dist.get_world_size()} ranks, {label}: traced median {traced * 1000:.1f} ms, "
                       f"untraced {plain * 1000:.1f} ms, ratio {traced / plain:.3f}", flush=True)
+    if profiler:
+        profiler.dump_stats(profile)
     if rank == 0:
         print(f"tracer installed, per aten op that is not a collective: {per_op_cost(new_tracer):+.2f} µs "
               "(the dispatch level's kernels sit on collective ops only)", flush=True)
@@ -165,13 +174,15 @@ def main(argv=None) -> None:
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--profile", metavar="FILE", help="cProfile rank 0's main thread in traced rounds into FILE")
     args = parser.parse_args(argv)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(args.world_size),
            "GLOO_SOCKET_IFNAME": "lo"}
-    ranks = [subprocess.Popen([sys.executable, __file__, "--rank-main", str(args.rounds), str(args.steps)],
+    ranks = [subprocess.Popen([sys.executable, __file__, "--rank-main", str(args.rounds), str(args.steps),
+                               *([str(Path(args.profile).resolve())] if args.profile else [])],
                               env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=REPO,
                               stderr=subprocess.DEVNULL if r else None)
              for r in range(args.world_size)]
@@ -182,6 +193,6 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--rank-main":
-        rank_main(int(sys.argv[2]), int(sys.argv[3]))
+        rank_main(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])
     else:
         main()

@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from workers.launch_request import LaunchRequest  # noqa: E402
+from workers.protocol import frame_length  # noqa: E402
 
 SIZES = {
     "default (S=8, H=16, FFN=64)": {},
@@ -50,6 +51,8 @@ class EventSink:
             run_id = json.loads(stream.readline())["hello"]
             for line in stream:
                 message = json.loads(line)
+                if (length := frame_length(message)) is not None:   # a blob's raw values follow its line
+                    stream.read(length)
                 self.events[run_id] = self.events.get(run_id, 0) + 1
                 if "supervisor" in message:
                     assert all(e["code"] == 0 for e in message["exits"]), message

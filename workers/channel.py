@@ -5,9 +5,9 @@ A socket rather than a pipe so that ranks on other hosts (started by torchrun) c
 the same server with the run's token.
 
 Events are written at once, in the order sent: when a rank dies the next instant (`os._exit`, a
-segfault), what it said before is on its way. Tensor blobs — base64 and a JSON line of up to 350 KB
-each, more than many a collective costs — are encoded and written by the channel's own thread while
-the rank goes on (the blob's values were copied at the call); nothing orders them against events
+segfault), what it said before is on its way. Tensor blobs — a header line and up to 256 KiB of raw
+values each (a frame: workers/protocol.py) — are written by the channel's own thread while the rank
+goes on (the blob's values were copied at the call); nothing orders them against events
 (the server stores them apart, the page asks for one by id), and `close()` writes those still
 queued before it closes the socket. A blob not written when a rank dies is lost: a hover over that
 tensor's block-averaged grid then shows the block's mean.
@@ -20,7 +20,7 @@ import select
 import socket
 import threading
 
-from workers.protocol import decode, encode
+from workers.protocol import BlobValues, Encoded, decode, encode, frame
 
 
 class EventChannel:
@@ -67,7 +67,8 @@ class EventChannel:
             self._outbox.put(message)
             return
         with self._lock:
-            data = encode(self._in_order(message))
+            ordered = self._in_order(message)
+            data = ordered.line if type(ordered) is Encoded else encode(ordered)   # the tracer's line, if unchanged
             with self._writing:
                 self._sock.sendall(data)
 
@@ -85,12 +86,13 @@ class EventChannel:
             if self._failure is not None:
                 continue   # the connection is gone: drain, so close() does not wait
             try:
-                data = encode(message)
+                parts = frame(message) if type(message.get("data")) is BlobValues else (encode(message),)
             except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
                 continue
             try:
-                with self._writing:
-                    self._sock.sendall(data)
+                with self._writing:   # a frame's header, then its values (not copied to join them)
+                    for part in parts:
+                        self._sock.sendall(part)
             except OSError as exc:
                 self._failure = exc
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from workers.protocol import MAX_BLOB_ELEMENTS, PREVIEW_SIDE, BlobValues
+from workers.protocol import MAX_BLOB_ELEMENTS, PREVIEW_SIDE, BlobValues, Grid
 
 
 def as_grid(tensor: torch.Tensor) -> torch.Tensor:
@@ -32,59 +32,123 @@ def downsample(grid: torch.Tensor, side: int) -> torch.Tensor:
     if rows <= side and cols <= side:
         return grid
     out_rows, out_cols = min(rows, side), min(cols, side)
-    if rows % out_rows == 0 and cols % out_cols == 0:   # equal blocks: up to 5x faster than the adaptive pool
-        if rows == out_rows:                             # a row's blocks only (a 1-D tensor)
-            return grid.reshape(rows, out_cols, cols // out_cols).mean(-1)
-        return F.avg_pool2d(grid[None, None], (rows // out_rows, cols // out_cols))[0, 0]
+    if rows % out_rows == 0 and cols % out_cols == 0:
+        return torch.from_numpy(_equal_blocks(grid.float().contiguous().numpy(), out_rows, out_cols))
     return F.adaptive_avg_pool2d(grid[None, None], (out_rows, out_cols))[0, 0]
+
+
+def _equal_blocks(grid: np.ndarray, out_rows: int, out_cols: int) -> np.ndarray:
+    """The means of equal blocks: rows summed first (whole rows added as vectors, the fast way for
+    numpy), then each row's runs of columns; about 3 times faster than torch's pooling here."""
+    rows, cols = grid.shape
+    if rows > out_rows:
+        grid = grid.reshape(out_rows, rows // out_rows, cols).sum(1)
+    if cols > out_cols:
+        runs = grid.reshape(out_rows, out_cols, cols // out_cols)
+        grid = torch.from_numpy(runs).sum(-1).numpy() if runs.size > _LARGE else runs.sum(-1)
+    return grid * np.float32(1 / ((rows // out_rows) * (cols // out_cols)))
+
+
+_LARGE = 1 << 16   # from this many values, torch's reductions beat numpy's (its per-op cost no longer counts)
 
 
 _POWERS_OF_TEN = np.array([10.0 ** i for i in range(23)])   # exact doubles
 
 
-def _rounded(values: torch.Tensor) -> list:
+def _rounded(values: np.ndarray) -> list:
     """The grid as lists of floats rounded to 4 significant digits: each the double nearest its
     4-digit decimal, as float(f"{v:.4g}") gives (JSON writes it short). Done on the whole grid at
     once: an integer of 4 digits and a power of ten are exact doubles, so their quotient (or
-    product) is correctly rounded; a Python loop over 1,024 values costs several times more (and
-    torch's per-op overhead, 3 times more than numpy's on a grid this small).
+    product) is correctly rounded; a Python loop over 1,024 values costs several times more.
+    (x * up / down with one of them 1 is x * up or x / down exactly: no branch per value.)
     NaN and infinities are spelled "nan"/"inf"/"-inf", as in the stats: JSON has no such numbers."""
-    if values.numel() <= 64:   # a few values: the loop costs less than the dozen array ops below
+    if values.size <= 64:   # a few values: the loop costs less than the dozen array ops below
         return _rounded_each(values)
-    grid = values.numpy().astype(np.float64)
+    grid = values.astype(np.float64)
     magnitude = np.abs(grid)
-    present = magnitude > 0
-    if not np.isfinite(grid).all() or (present & (magnitude < 1e-15)).any() or (magnitude >= 1e15).any():
-        return _rounded_each(values)   # beyond 10**22, powers of ten are not exact doubles
-    shift = 3 - np.floor(np.log10(np.where(present, magnitude, 1.0))).astype(np.int64)   # digits after the point
-    scale = _POWERS_OF_TEN[np.abs(shift)]
-    up = shift >= 0
-    digits = np.round(np.where(up, grid * scale, grid / scale))   # half to even, as "%.4g"
-    return np.where(present, np.where(up, digits / scale, digits * scale), grid).tolist()
+    if not magnitude.max() < 1e15:   # NaN, infinities, or beyond where powers of ten are exact doubles
+        return _rounded_each(values)
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log10(magnitude))   # -inf for zeros, which stay zeros below
+    if np.min(exponent, where=magnitude > 0, initial=0.0) < -15:
+        return _rounded_each(values)
+    shift = (3 - exponent).clip(-22, 22).astype(np.intp)   # digits after the point
+    up, down = _POWERS_OF_TEN[shift.clip(0, None)], _POWERS_OF_TEN[(-shift).clip(0, None)]
+    digits = np.round(grid * up / down)   # half to even, as "%.4g"
+    return Grid((digits * down / up).tolist(), _json_text(digits, shift, np.signbit(grid)))
 
 
-def _rounded_each(values: torch.Tensor) -> list:
+_CELL = 11   # "-1.234e-05," : every value takes 11 bytes, its comma included
+_MANTISSAS = np.frombuffer("".join(f"{d // 1000}.{d % 1000:03d}" for d in range(10000)).encode(),
+                           np.uint8).reshape(10000, 5)        # "1.234" for 1234
+_EXPONENTS = np.frombuffer("".join(f"e{p:+03d}" for p in range(-30, 31)).encode(),
+                           np.uint8).reshape(61, 4)           # "e-05" for -5, at 25
+
+
+def _json_text(digits: np.ndarray, shift: np.ndarray, negative: np.ndarray) -> bytes:
+    """The grid as JSON, every value `digits` × 10^-`shift` written in scientific notation with
+    4 digits, a fixed width for all ("-1.234e-05", " 0.000e+00": a leading space is JSON
+    whitespace), its bytes taken from tables for the whole grid at once. JSON readers turn
+    "1.234e-05" into the double nearest 0.00001234, the same float(f"{v:.4g}") gives."""
+    rows, cols = digits.shape
+    d = np.abs(digits).astype(np.intp)
+    carried = d == 10000                    # 9999.5 rounded up: one more digit before the point
+    d[carried] = 1000
+    power = np.where(d == 0, 0, 3 - shift + carried)   # the exponent of the first digit, |power| <= 16
+    cells = np.empty((rows, cols, _CELL), np.uint8)
+    cells[..., 0] = np.where(negative, ord("-"), ord(" "))
+    cells[..., 1:6] = _MANTISSAS[d]
+    cells[..., 6:10] = _EXPONENTS[power + 30]
+    cells[..., 10] = ord(",")
+    lines = np.empty((rows, cols * _CELL + 2), np.uint8)   # "[" the row's cells "]," for each row
+    lines[:, 0] = ord("[")
+    lines[:, 1:-1] = cells.reshape(rows, -1)
+    lines[:, -2] = ord("]")                                 # in place of the last cell's comma
+    lines[:, -1] = ord(",")
+    return b"[" + lines.tobytes()[:-1] + b"]"
+
+
+def _rounded_each(values: np.ndarray) -> list:
     return [[float(f"{v:.4g}") if math.isfinite(v) else str(v) for v in row] for row in values.tolist()]
 
 
-def _stats(values: torch.Tensor, blocks: torch.Tensor | None) -> dict:
-    """min, max, mean and abs_max of every value, in one pass over the tensor (abs_max from the
-    extremes; the mean from `blocks`, the means of equal blocks, when given)."""
-    low, high = (float(v) for v in torch.aminmax(values))
+def _stats(values: np.ndarray, blocks: np.ndarray | None) -> dict:
+    """min, max, mean and abs_max of every value (abs_max from the extremes; the mean from `blocks`,
+    the means of equal blocks, when given)."""
+    if values.size > _LARGE:   # one pass for both
+        low, high = (float(v) for v in torch.aminmax(torch.from_numpy(values)))
+    else:
+        low, high = float(values.min()), float(values.max())
     abs_max = math.nan if math.isnan(low) or math.isnan(high) else max(-low, high)
-    mean = float((values if blocks is None else blocks).mean(dtype=torch.float64))
+    mean = float((values if blocks is None else blocks).mean(dtype=np.float64))
     stats = {"min": low, "max": high, "mean": mean, "abs_max": abs_max}
     return {k: (v if math.isfinite(v) else str(v)) for k, v in stats.items()}
 
 
+def _values(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor's values as a float32 numpy array, without a copy when they already are (numpy:
+    a small array op costs a third of torch's)."""
+    t = tensor.detach()
+    if t.dtype != torch.float32 or t.device.type != "cpu":
+        t = t.float().cpu()
+    return t.numpy()
+
+
 def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:
     """The protocol's tensor preview: name, shape, dtype, stats, a small grid and the blob id."""
-    values = tensor.detach().float().cpu()
-    numel = values.numel()
+    values = _values(tensor)
+    numel = values.size
     if numel:
-        whole = as_grid(values)
-        grid = downsample(whole, side)
-        equal_blocks = whole.shape[0] % grid.shape[0] == 0 and whole.shape[1] % grid.shape[1] == 0
+        whole = values.reshape(1, -1) if values.ndim < 2 else values.reshape(-1, values.shape[-1])
+        rows, cols = whole.shape
+        out_rows, out_cols = min(rows, side), min(cols, side)
+        equal_blocks = rows % out_rows == 0 and cols % out_cols == 0
+        if (rows, cols) == (out_rows, out_cols):
+            grid = whole
+        elif equal_blocks:
+            grid = _equal_blocks(whole, out_rows, out_cols)
+        else:
+            grid = F.adaptive_avg_pool2d(torch.from_numpy(whole)[None, None], (out_rows, out_cols))[0, 0].numpy()
         stats = _stats(values, grid if equal_blocks else None)
     else:
         grid = values.reshape(0, 0)
@@ -95,7 +159,7 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "stats": stats,
         "preview": _rounded(grid),
-        "exact": numel == grid.numel(),
+        "exact": numel == grid.size,
         "id": tensor_id if numel <= MAX_BLOB_ELEMENTS else None,
     }
 

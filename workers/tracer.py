@@ -26,7 +26,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from workers import preview as previews
 from workers.cost_model import bandwidths, wire_bytes
-from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Tensor, encode
+from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Encoded, Tensor, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py"),
@@ -211,15 +211,13 @@ class Tracer:
                 setattr(module, name, wrapper)
 
     def _wrap(self, name: str, spec: OpSpec, original: Callable) -> Callable:
-        signature = inspect.signature(original)
+        arguments = _binder(inspect.signature(original))
         tracer = self
 
         def traced(*args, **kwargs):
             if getattr(tracer._local, "inside", False):
                 return original(*args, **kwargs)
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            call = bound.arguments
+            call = arguments(args, kwargs)
             event = tracer._begin_event(spec, call, caller=sys._getframe(1))
             tracer._local.inside = True
             try:
@@ -310,8 +308,7 @@ class Tracer:
         if self.before_call is not None:
             self.before_call(event)
         event["t"] = self.clock()
-        event["tensors"] = self.previews(inputs, _names(spec.inputs, inputs), event)
-        self.emit(event)
+        self._emit_with_previews(event, inputs, _names(spec.inputs, inputs))
         return event
 
     def _root(self, spec: OpSpec, call: dict) -> int | None:
@@ -346,27 +343,42 @@ class Tracer:
             fields["error"] = f"{type(error).__name__}: {error}"
         event = (Collective if spec.kind == "collective" else P2P)(**fields).to_dict()
         if error is None:
-            event["tensors"] = self.previews(outputs, _names(spec.outputs, outputs), event)
-        self.emit(event)
+            self._emit_with_previews(event, outputs, _names(spec.outputs, outputs))
+        else:
+            self.emit(event)
+
+    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor], names: list[str]) -> None:
+        """Send `event` with its tensors' previews; in the common case the line written to check
+        its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`)."""
+        shown, line = self._previews_and_line(tensors, names, event)
+        event["tensors"] = shown
+        self.emit(Encoded(event, line) if line is not None else event)
 
     def previews(self, tensors: list[torch.Tensor], names: list[str], event: dict) -> list[dict]:
         """Previews that keep the whole event under MAX_EVENT_BYTES once the server has numbered
         it, coarser grids if needed."""
+        return self._previews_and_line(tensors, names, event)[0]
+
+    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str],
+                           event: dict) -> tuple[list[dict], bytes | None]:
+        """The previews, and the event's line with them as `tensors` when it was written to check
+        its size (None when it was not: a coarser grid, or none)."""
         limit = MAX_EVENT_BYTES - SERVER_FIELDS_BYTES
         ids = [self.keep(t) for t in tensors]
         side = PREVIEW_SIDE
         shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
-        if _size_bound(event, shown) <= limit:   # the common case: no trial encoding of every value
-            return shown
+        line = encode({**event, "tensors": shown})   # grids' text written already: cheap to write whole
+        if len(line) <= limit:
+            return shown, line
         while True:
             if side < PREVIEW_SIDE:
                 shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
             if len(encode({**event, "tensors": shown})) <= limit:
-                return shown
+                return shown, None
             if side == 1:   # too many tensors for grids: statistics only, or nothing
                 stats_only = [{**p, "preview": [], "exact": False} for p in shown]
                 fits = len(encode({**event, "tensors": stats_only})) <= limit
-                return stats_only if fits else []
+                return (stats_only if fits else []), None
             side //= 2
 
     @staticmethod
@@ -378,6 +390,39 @@ class Tracer:
                 return f"{shown}:{frame.f_lineno}"
             frame = frame.f_back
         return None
+
+
+def _binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict]:
+    """The call's arguments by name, defaults filled in, as `signature.bind` + `apply_defaults` give
+    them; for a signature of plain parameters, a dict built directly (a tenth of bind's cost, paid
+    on every traced call). Anything unusual (too many arguments, an unknown name) goes to `bind`,
+    which raises what it always did."""
+    params = list(signature.parameters.values())
+    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+        return lambda args, kwargs: _bound(signature, args, kwargs)
+    names = [p.name for p in params]
+    defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+    def arguments(args: tuple, kwargs: dict) -> dict:
+        if len(args) > len(names) or (kwargs and not kwargs.keys() <= set(names[len(args):])):
+            return _bound(signature, args, kwargs)
+        call = dict(zip(names, args))
+        call.update(kwargs)
+        if len(call) < len(names):
+            for key in names:
+                if key not in call:
+                    if key not in defaults:
+                        return _bound(signature, args, kwargs)   # a required argument missing: bind says so
+                    call[key] = defaults[key]
+            call = {key: call[key] for key in names}   # in the signature's order, as bind gives
+        return call
+    return arguments
+
+
+def _bound(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict:
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -397,20 +442,6 @@ def _shown_path(filename: str) -> str | None:
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
                "bytes", "wire_bytes", "label", "bucket", "chunk", "site", "torch_op", "mesh", "placements")
-
-
-def _size_bound(event: dict, shown: list[dict]) -> int:
-    """At least the length of the event encoded with `shown` as its previews, without writing out
-    their values: a value rounded to 4 significant digits below 9e7 in magnitude takes at most 11
-    characters in JSON ("-0.0001234", "-1.234e-308", "-12340000.0"), and a comma."""
-    grids = 0
-    for p in shown:
-        abs_max = p["stats"]["abs_max"]
-        if not isinstance(abs_max, float) or abs_max >= 9e7:
-            return MAX_EVENT_BYTES   # unknown: encode it to know
-        rows = p["preview"]
-        grids += sum(12 * len(row) + 2 for row in rows)
-    return len(encode({**event, "tensors": [{**p, "preview": []} for p in shown]})) + grids
 
 
 def _names(arguments: tuple[str, ...], tensors: list) -> list[str]:

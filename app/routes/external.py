@@ -17,7 +17,7 @@ from starlette.requests import HTTPConnection
 from app.auth import auth_on
 from app.deps import SettingsDep
 from app.external_runs import ExternalRuns, Job
-from workers.protocol import decode
+from workers.protocol import decode, decode_stream
 
 router = APIRouter(prefix="/api/external", tags=["external jobs"])
 
@@ -91,9 +91,9 @@ async def post_events(run_id: str, external: ExternalDep, request: Request):
     """A batch of one rank's messages, as JSON lines after a first line saying who sends them:
     `{"token", "rank", "node", "host", "clock": {"offset", "rtt"}, "backend"?}`."""
     try:
-        lines = (await request.body()).splitlines()
-        header = decode(lines[0])
-        messages = [decode(line) for line in lines[1:] if line.strip()]
+        first, _, rest = (await request.body()).partition(b"\n")
+        header = decode(first)
+        messages = decode_stream(rest)   # JSON lines, and blob frames (a line, then raw values)
         rank, node = int(header["rank"]), int(header.get("node", 0))
         clock = {"offset": float(header["clock"]["offset"]), "rtt": float(header["clock"]["rtt"])}
     except (ValueError, KeyError, TypeError, IndexError) as exc:

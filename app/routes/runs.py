@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import math
 import sys
 from array import array
@@ -73,7 +72,7 @@ def read_tensor(run: RunDep, tensor_id: str, manager: RunManagerDep):
     blob = manager.tensor(run, tensor_id)
     if blob is None:
         raise Refusal(404, say("run.no_tensor", "no tensor '{tensor}' in run {run_id}", tensor=tensor_id, run_id=run.id))
-    values = array("f", base64.b64decode(blob["data"]))
+    values = array("f", blob["data"])
     if sys.byteorder != "little":
         values.byteswap()
     finite = [v if math.isfinite(v) else str(v) for v in values.tolist()]   # JSON has no NaN/Infinity

@@ -25,9 +25,24 @@ def test_meta_events_and_tensors_round_trip(tmp_path):
     rec.close()
     assert rec.load_events() == events
 
-    blob = {"blob": "r0t1", "shape": [2], "dtype": "float32", "data": "AACAPwAAAEA="}
+    blob = {"blob": "r0t1", "shape": [2], "dtype": "float32", "data": b"\x00\x00\x80?\x00\x00\x00@"}   # 1.0, 2.0
     rec.save_tensor(blob)
     assert rec.load_tensor("r0t1") == blob
+    assert rec.load_tensor("r0t2") is None
+
+
+def test_blobs_of_either_format_are_read_as_raw_values(tmp_path):
+    """A blob sent in the first format (base64 in `data`) is kept as a frame's is; a run recorded
+    before frames (`tensors/<tid>.json`, base64 inside) still serves its tensors."""
+    rec = Recording(tmp_path, "abc123")
+    rec.create({"id": "abc123"})
+    rec.save_tensor({"blob": "r0t1", "shape": [2], "dtype": "float32", "data": "AACAPwAAAEA="})
+    (rec.dir / "tensors" / "r1t0.json").write_text(
+        json.dumps({"blob": "r1t0", "shape": [1], "dtype": "float64", "data": "AAAgQQ=="}))   # 10.0
+    rec.save_tensor({"blob": "r0t2", "shape": [2], "dtype": "float32", "data": "not base64!"})
+    assert rec.load_tensor("r0t1") == {"blob": "r0t1", "shape": [2], "dtype": "float32",
+                                       "data": b"\x00\x00\x80?\x00\x00\x00@"}
+    assert rec.load_tensor("r1t0") == {"blob": "r1t0", "shape": [1], "dtype": "float64", "data": b"\x00\x00\x20\x41"}
     assert rec.load_tensor("r0t2") is None
 
 

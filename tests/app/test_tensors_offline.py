@@ -24,9 +24,10 @@ def client(tmp_path):
                 "backend": "gloo", "created_at": 1.0, "status": "done", "error": None, "event_count": 1})
     rec.append('{"seq":1,"rank":null,"t":0.0,"kind":"run","status":"done"}\n')
     rec.close()
-    for tensor_id, values in {"r0t0": [1.5, -2.0, 0.25, 8.0], "r0t1": [1.0, float("nan"), float("inf"), -float("inf")]}.items():
-        rec.save_tensor({"blob": tensor_id, "shape": [2, 2], "dtype": "float32",
-                         "data": base64.b64encode(struct.pack("<4f", *values)).decode()})
+    rec.save_tensor({"blob": "r0t0", "shape": [2, 2], "dtype": "float32", "data": struct.pack("<4f", 1.5, -2.0, 0.25, 8.0)})
+    old_format = {"blob": "r0t1", "shape": [2, 2], "dtype": "float32",   # recorded before frames: base64 in JSON
+                  "data": base64.b64encode(struct.pack("<4f", 1.0, float("nan"), float("inf"), -float("inf"))).decode()}
+    (rec.dir / "tensors" / "r0t1.json").write_text(json.dumps(old_format))
     app = create_app(Settings(DATA_DIR=tmp_path))
     app.state.manager.store.load_recorded()                  # what start() does, without a launcher
     return Client(app)

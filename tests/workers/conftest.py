@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -12,8 +11,8 @@ os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
 
 import torch.distributed as dist  # noqa: E402
 
+from tests.workers.helpers import on_the_wire  # noqa: E402
 from workers import comm  # noqa: E402
-from workers.protocol import encode  # noqa: E402
 from workers.tracer import Tracer  # noqa: E402
 
 
@@ -43,7 +42,7 @@ def traced(world):
     """(tracer, emitted): a tracer installed on the world, wired to `workers.comm`; uninstalled after."""
     emitted = Emitted()
     t0 = time.monotonic()
-    tracer = Tracer(lambda m: emitted.append(json.loads(encode(m))), 0, lambda: time.monotonic() - t0)
+    tracer = Tracer(lambda m: emitted.append(on_the_wire(m)), 0, lambda: time.monotonic() - t0)
     tracer.install()
     comm.use_tracer(tracer)
     yield tracer, emitted

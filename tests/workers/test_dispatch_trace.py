@@ -15,8 +15,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tests.workers.helpers import here
-from workers.protocol import encode, problem
+from tests.workers.helpers import here, on_the_wire
+from workers.protocol import problem
 from workers.tracer import Tracer
 
 funcol = torch.ops._c10d_functional
@@ -93,7 +93,7 @@ def test_paused_hides_dispatched_collectives_too(traced):
 
 def test_uninstall_gives_torch_its_kernels_back(world):
     events = []
-    tracer = Tracer(lambda m: events.append(json.loads(encode(m))), 0, time.monotonic)
+    tracer = Tracer(lambda m: events.append(on_the_wire(m)), 0, time.monotonic)
     tracer.install()
     tracer.uninstall()
     dist.group.WORLD.allreduce([torch.ones(1)]).wait()

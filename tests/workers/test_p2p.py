@@ -32,7 +32,7 @@ def _rank_program(rank: int, store_path: str, out_dir: str) -> None:
     import torch.distributed as dist
 
     from workers import comm
-    from workers.protocol import encode
+    from tests.workers.helpers import on_the_wire
     from workers.tracer import Tracer
 
     torch.set_num_threads(1)
@@ -40,7 +40,7 @@ def _rank_program(rank: int, store_path: str, out_dir: str) -> None:
                             timeout=timedelta(seconds=30))
     emitted: list[dict] = []
     t0 = time.monotonic()
-    tracer = Tracer(lambda m: emitted.append(json.loads(encode(m))), rank, lambda: time.monotonic() - t0)
+    tracer = Tracer(lambda m: emitted.append(on_the_wire(m)), rank, lambda: time.monotonic() - t0)
     tracer.install()
     comm.use_tracer(tracer)
     peer = 1 - rank
@@ -84,7 +84,7 @@ def _rank_program(rank: int, store_path: str, out_dir: str) -> None:
 
     tracer.uninstall()
     dist.destroy_process_group()
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"events": emitted, "sites": sites, "received": received}))
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"events": [m for m in emitted if "blob" not in m], "sites": sites, "received": received}))
     # End as a paralab rank does, without the interpreter's teardown: gloo's threads, still owned by
     # the process group that the P2POps above keep alive, abort the process if destroyed at exit.
     os._exit(0)

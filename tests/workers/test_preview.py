@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import struct
 
@@ -10,7 +9,7 @@ import pytest
 import torch
 
 from workers import preview as previews
-from workers.protocol import MAX_BLOB_ELEMENTS, MAX_EVENT_BYTES, PREVIEW_SIDE, encode
+from workers.protocol import MAX_BLOB_ELEMENTS, MAX_EVENT_BYTES, PREVIEW_SIDE, encode, frame_length
 
 
 def grid_shape(p: dict) -> tuple[int, int]:
@@ -113,7 +112,13 @@ def test_blob_id_only_when_the_tensor_is_kept():
 
 
 def on_the_wire(message: dict) -> dict:
-    return json.loads(encode(message))
+    """A message as the server reads it: a line, and for a blob's frame the raw values after it."""
+    line, _, rest = encode(message).partition(b"\n")
+    read = json.loads(line)
+    if (length := frame_length(read)) is not None:
+        assert len(rest) == length
+        read["data"] = rest
+    return read
 
 
 def test_blob_round_trips_little_endian_float32():
@@ -122,14 +127,14 @@ def test_blob_round_trips_little_endian_float32():
     assert b["blob"] == "r1t7"
     assert b["shape"] == [3, 5]
     assert b["dtype"] == "float64"
-    data = base64.b64decode(b["data"])
+    data = b["data"]
     values = struct.unpack(f"<{len(data) // 4}f", data)
     assert list(values) == pytest.approx(t.flatten().tolist(), rel=1e-6)
 
 
 def test_blob_of_a_non_contiguous_tensor_is_row_major():
     t = torch.arange(6, dtype=torch.float32).reshape(2, 3).t()     # [[0, 3], [1, 4], [2, 5]]
-    data = base64.b64decode(on_the_wire(previews.blob(t, "x"))["data"])
+    data = on_the_wire(previews.blob(t, "x"))["data"]
     assert struct.unpack("<6f", data) == (0, 3, 1, 4, 2, 5)
 
 
@@ -158,16 +163,24 @@ def test_grid_keeps_exact_halves_rounded_to_even_as_text_formatting_does():
     assert shown[0][0] == float(f"{-2.03125:.4g}") and shown[1][1] == float(f"{1.0625:.4g}") == 1.062
 
 
-def test_blob_values_are_copied_at_the_call_and_written_as_the_base64_json_would_hold():
+def test_blob_values_are_copied_at_the_call_and_go_raw_after_the_header_line():
     """A blob keeps the values the tensor had when it was taken (the program may change the tensor
-    before the channel writes it), and its line is the one json.dumps would write."""
+    before the channel writes it); its frame is a JSON line naming how many bytes follow, then the
+    values as little-endian float32."""
     t = torch.randn(300, 7)
     kept = t.clone()
     b = previews.blob(t, "r0t5")
     t.zero_()
-    line = encode(b)
-    text = base64.b64encode(kept.numpy().astype("<f4").tobytes()).decode()
-    assert line == (json.dumps({**b, "data": text}, separators=(",", ":")) + "\n").encode()
+    values = kept.numpy().astype("<f4").tobytes()
+    header = {"blob": "r0t5", "shape": [300, 7], "dtype": "float32", "nbytes": len(values)}
+    assert encode(b) == (json.dumps(header, separators=(",", ":")) + "\n").encode() + values
+
+
+def test_a_frame_length_no_blob_can_have_is_refused():
+    assert frame_length({"kind": "log"}) is None and frame_length({"blob": "x", "data": "AAAA"}) is None
+    for wrong in (-1, 4 * MAX_BLOB_ELEMENTS + 1, "12", 1.5):
+        with pytest.raises(ValueError, match="nbytes must be an integer"):
+            frame_length({"blob": "x", "nbytes": wrong})
 
 
 @pytest.mark.parametrize("shape", [(64, 256), (1, 65792), (512, 512), (256, 64), (33, 3), (100, 70), (32, 4096)])

@@ -16,7 +16,7 @@ from tests.workers.helpers import REPO
 from workers import comm, protocol
 from workers.cost_model import wire_bytes
 from workers.lab import Lab
-from workers.protocol import encode, problem
+from workers.protocol import BlobValues, decode_stream, encode, problem
 from workers.tracer import Tracer
 
 SAMPLES = {   # one well-formed event of each kind, through its constructor
@@ -151,3 +151,15 @@ def test_a_call_is_timed_without_the_tracers_own_work(world):
     assert begin["t"] <= end["t_call"] <= end["t"]
     assert end["duration"] == pytest.approx(end["t"] - end["t_call"])
     assert end["duration"] < 0.025
+
+
+def test_a_stream_of_lines_and_blob_frames_reads_back_message_by_message():
+    """What a rank writes (events one a line, blobs as frames whose raw values may hold any byte,
+    newlines included) reads back as the messages it sent; a frame cut short is refused by name."""
+    values = BlobValues(b"\n\x00\xff\n" * 3)
+    sent = [{"kind": "log", "message": "one"}, {"blob": "r0t0", "shape": [3], "dtype": "float32", "data": values},
+            {"kind": "log", "message": "two"}]
+    stream = b"".join(encode(m) for m in sent)
+    assert decode_stream(stream) == [sent[0], {**sent[1], "nbytes": 12, "data": bytes(values)}, sent[2]]
+    with pytest.raises(ValueError, match="blob 'r0t0' is cut short: 5 of its 12 bytes"):
+        decode_stream(encode(sent[1])[:-7])
