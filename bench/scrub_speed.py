@@ -11,7 +11,9 @@ draws it and the layout it forces; not the idle wait for that frame. With --base
 are also scrubbed on a server started from that commit (git archive), alternating with this checkout's,
 and the ratio of the medians is printed: a shared, busy machine then weighs on both alike.
 Usage: python bench/scrub_speed.py [--baseline REF] [--rounds 1] [--steps 100] [--jumps 10]
-       [--opens 1] [--only NAME] [--profile OUT.cpuprofile] [--views] [--data-dir DIR]
+       [--opens 1] [--only NAME] [--profile OUT.cpuprofile] [--views] [--focus] [--data-dir DIR]
+With --focus, the moves are made in the focus view (Z) of the run's first panel — a pp run's pipeline chart —
+which never scrolls: without it a step scrolls the panel its event changes (the send/recv panel) into view.
 With --data-dir, the runs are recorded there and reused by the next invocation given the same folder (recording the
 three 8-rank runs takes minutes on a busy machine).
 """
@@ -84,10 +86,14 @@ def time_live(page: Page, server: LiveServer, lesson: str, run: dict) -> list[fl
 
 
 def measure(page: Page, server: LiveServer, lesson: str, run: dict, steps: int, jumps: int,
-            views: dict | None = None, opens: int = 1) -> dict[str, list[float]]:
+            views: dict | None = None, opens: int = 1, focus: bool = False) -> dict[str, list[float]]:
     """Each kind of move's samples (ms) on `server`'s page of the recorded `run` (opened `opens` times); with
-    `views`, each move's mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it."""
+    `views`, each move's mean time by part of the drawing (the fold, each panel: window.paralab.timings) added to it;
+    with `focus`, the moves are made in the focus view of the first panel (see the module's docstring)."""
     opened = [1000 * open_recorded(page, server, lesson, run) for _ in range(opens)]
+    if focus:
+        page.keyboard.press("z")
+        expect(page.locator(".panel.focused")).to_have_count(1)
     total = run["events"]
     time_actions(page, step_actions(total, "ArrowRight", 20, bursts=2))          # warm the JIT
     moves = {
@@ -180,6 +186,7 @@ def main() -> None:
     parser.add_argument("--only", help="measure only the runs whose name contains this")
     parser.add_argument("--profile", type=Path, help="also write a CPU profile of the steps on the 1,043-event run")
     parser.add_argument("--views", action="store_true", help="also print where each move's drawing went, view by view")
+    parser.add_argument("--focus", action="store_true", help="make the moves in the focus view of the run's first panel")
     parser.add_argument("--data-dir", type=Path, help="record the runs here, or reuse those an earlier invocation recorded")
     args = parser.parse_args()
     with ExitStack() as stack:
@@ -206,7 +213,7 @@ def main() -> None:
                 order = list(servers.items())
                 for side, on in order if round_ % 2 == 0 else order[::-1]:
                     found = measure(page, on, lesson, run, args.steps, args.jumps, views[side] if args.views else None,
-                                    args.opens)
+                                    args.opens, args.focus)
                     for what, samples in found.items():
                         sides[side][what] += samples
             report(name, run["events"], sides)

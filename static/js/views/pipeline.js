@@ -94,6 +94,18 @@ function slowRanks(placement, slow, p) {
 
 // ---- the measured Gantt chart ----------------------------------------------------------------------
 
+// The block of each span that ended, made once: a closed span is never changed (the fold replaces it by a
+// new copy), so a step rebuilds only the blocks of the spans still open or at the cursor, not thousands.
+const closedBlocks = new WeakMap();      // span → {placement, block}
+
+function closedBlock(sp, placement, make) {
+  const kept = closedBlocks.get(sp);
+  if (kept && kept.placement === placement) return kept.block;
+  const block = make();
+  closedBlocks.set(sp, { placement, block });
+  return block;
+}
+
 function ganttRows(state, { placement, slow, slowFactor, extent }) {
   const seq = state.event?.seq;
   const makespan = extent ? extent.end - extent.start : 0;
@@ -104,20 +116,14 @@ function ganttRows(state, { placement, slow, slowFactor, extent }) {
     for (const sp of rs.spans) {
       const t1 = sp.t1 ?? state.tNow;
       const current = sp.seq === seq || sp.end?.seq === seq;
+      const make = sp.kind === "compute" ? () => computeBlock(sp, rs.rank, t1, current, placement)
+        : () => p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) });
+      const block = () => (sp.t1 !== null && !current ? closedBlock(sp, placement, make) : make());
       if (sp.kind === "compute") {
-        const stage = sp.begin?.stage;
-        const mb = sp.begin?.microbatch;
-        const chunk = chunkOf(placement, rs.rank, stage);
-        const colours = look(sp.name, chunk);
         busy += t1 - sp.t0;
-        compute.push({ id: sp.seq, t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
-                       data: { "data-kind": sp.name, "data-mb": mb, "data-stage": stage },
-                       get title() {      // written when asked for: a big run's canvas asks only on hover
-                         return t("rank {rank} · stage {stage} · {name} of microbatch {mb}", { rank: rs.rank, stage, name: sp.name, mb })
-                           + (sp.t1 === null ? ` ${t("(running)")}` : ` · ${formatMs(sp.t1 - sp.t0)}`);
-                       } });
+        compute.push(block());
       } else if (sp.kind === "p2p") {
-        comm.push(p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) }));
+        comm.push(block());
       } else {
         comm.push({ id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
                     title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${tText(sp.label)}` : ""}` });
@@ -132,6 +138,20 @@ function ganttRows(state, { placement, slow, slowFactor, extent }) {
       rightTitle: "time this rank computed, as a share of the pipeline's makespan so far", busy,
     };
   });
+}
+
+/** A compute span's block: its kind's colour (lighter on a rank's second stage), its microbatch on it. */
+function computeBlock(sp, rank, t1, current, placement) {
+  const stage = sp.begin?.stage;
+  const mb = sp.begin?.microbatch;
+  const chunk = chunkOf(placement, rank, stage);
+  const colours = look(sp.name, chunk);
+  return { id: sp.seq, t0: sp.t0, t1, ...colours, text: mb ?? "", cls: ["compute", sp.name, chunk > 0 && "second-chunk", sp.t1 === null && "open", current && "current"],
+           data: { "data-kind": sp.name, "data-mb": mb, "data-stage": stage },
+           get title() {      // written when asked for: a big run's canvas asks only on hover
+             return t("rank {rank} · stage {stage} · {name} of microbatch {mb}", { rank, stage, name: sp.name, mb })
+               + (sp.t1 === null ? ` ${t("(running)")}` : ` · ${formatMs(sp.t1 - sp.t0)}`);
+           } };
 }
 
 // ---- the ideal grid ------------------------------------------------------------------------------------
