@@ -228,7 +228,7 @@ form.addEventListener("change", () => { if (!store.state.run) scheduleRender(); 
 
 /** Show lesson `id`: its form (from `values`), title, source and explanation. A room switches lessons so. */
 export async function useLesson(id, { values = {} } = {}) {
-  lesson = await host.fetchLesson(id);
+  lesson = await fetchInCurrentLang(id);
   useLessonTexts(lesson.texts);
   lessonId = page.dataset.lesson = id;
   buildParamsForm(form, lesson, { maxRanks, values });
@@ -238,6 +238,16 @@ export async function useLesson(id, { values = {} } = {}) {
   renderExplanation($("#explanation"), lesson.explanation, id, lesson.explanation_steps);
   scheduleRender();
   return lesson;
+}
+
+/** The lesson as the server gives it in the interface's language: asked again if the language changed
+ * while it was being asked (a switch before the page's first answer came would leave the English). */
+async function fetchInCurrentLang(id) {
+  for (;;) {
+    const lang = currentLang();
+    const fetched = await host.fetchLesson(id);
+    if (lang === currentLang()) return fetched;
+  }
 }
 
 /** The lesson's title and summary in the current language (its texts.<lang>.json, else the English). */
@@ -256,7 +266,7 @@ document.addEventListener("paralab:lang", async () => {
   showLessonWords();
   translateParamHelp(form, lesson);
   const shown = lessonId;
-  const again = await host.fetchLesson(shown);
+  const again = await fetchInCurrentLang(shown);
   if (shown === lessonId) {
     Object.assign(lesson, { explanation: again.explanation, explanation_steps: again.explanation_steps });
     renderExplanation($("#explanation"), lesson.explanation, shown, lesson.explanation_steps);

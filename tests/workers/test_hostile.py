@@ -87,7 +87,10 @@ def test_memory_is_limited_for_the_whole_job_not_per_process():
 def test_the_memory_watchdog_stops_a_job_where_no_cgroup_can_be_made(monkeypatch):
     """No cgroup hierarchy (an unprivileged container): the watchdog summing the job's memory stops it."""
     monkeypatch.setattr(sandbox, "CGROUPS", Path("/nonexistent"))
-    verdict = judge("fg_operators", attack(HOG_384_MIB), sandbox.Limits(**{**ROOMY, "job_memory_mb": 1024}))
+    # Without a pids cgroup the process limit is an rlimit of the sandbox's user, counting every job that
+    # user runs — a second suite's too: roomy here, so that the memory is the limit this job meets first.
+    limits = sandbox.Limits(**{**ROOMY, "job_memory_mb": 1024, "processes": 1024})
+    verdict = judge("fg_operators", attack(HOG_384_MIB), limits)
     assert verdict.status == "refused" and verdict.reason == "stopped: memory limit (1024 MiB)", verdict
 
 
