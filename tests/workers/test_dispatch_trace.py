@@ -7,7 +7,6 @@ The two-rank programs (DDP, FSDP2, DTensor, tensor parallel, pipelining) are in 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
