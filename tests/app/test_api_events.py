@@ -33,20 +33,25 @@ MESSAGES = [  # a tensor preview's floats (a NaN, an inf), a non-ASCII label: wh
 ]
 
 
-def test_a_finished_runs_events_are_its_recordings_bytes_from_any_seq(tmp_path):
+def finished_run(data_dir, messages: list[dict]):
+    """A 1-rank run that takes `messages` from its rank, then its supervisor's report: (the manager, the
+    run, its events as the endpoint served them before the report)."""
     async def scenario():
-        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+        manager = RunManager(Settings(DATA_DIR=data_dir), Hub())
         manager.runs_dir.mkdir(parents=True)
         run = manager.create("crash", 1, {}, False, "gloo")
         run.status = "running"
-        for message in MESSAGES:
+        for message in messages:
             manager.ingest.take(run, 0, dict(message))
         live = manager.encoded_events_since(run, 0)
         manager.ingest.take(run, None, report((0, 0, False))[1])
         await asyncio.wait_for(run.finished.wait(), 5)
         return manager, run, live
+    return asyncio.run(scenario())
 
-    manager, run, live = asyncio.run(scenario())
+
+def test_a_finished_runs_events_are_its_recordings_bytes_from_any_seq(tmp_path):
+    manager, run, live = finished_run(tmp_path, MESSAGES)
     assert run.final and len(run.events) >= 5
     assert live == encoded(run.events[:live.count(b"\n")])          # a live run's: encoded as they are asked for
     served_as_encoded(manager, run)
@@ -62,16 +67,7 @@ def test_a_finished_runs_events_are_its_recordings_bytes_from_any_seq(tmp_path):
 
 def test_a_recording_that_is_not_the_log_in_memory_is_not_served(tmp_path):
     """A recording with a line cut short, or other lines than the run holds, is encoded from the events."""
-    async def scenario():
-        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-        manager.runs_dir.mkdir(parents=True)
-        run = manager.create("crash", 1, {}, False, "gloo")
-        run.status = "running"
-        manager.ingest.take(run, None, report((0, 0, False))[1])
-        await asyncio.wait_for(run.finished.wait(), 5)
-        return manager, run
-
-    manager, run = asyncio.run(scenario())
+    manager, run, _ = finished_run(tmp_path, [])
     recording = Recording(tmp_path / "runs", run.id)
     path = recording.dir / "events.jsonl"
     path.write_bytes(path.read_bytes() + b'{"seq":99,"kind":"lo')
