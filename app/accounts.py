@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
 from app.messages import Message, say
 
@@ -85,13 +85,14 @@ class User:
 
 
 class Accounts:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, hash_profile: str = "RFC_9106_LOW_MEMORY"):
+        """`hash_profile`: one of argon2-cffi's parameter profiles (Settings.PASSWORD_HASH_PROFILE)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.Lock()
-        self._hasher = PasswordHasher()
+        self._hasher = PasswordHasher.from_parameters(getattr(profiles, hash_profile))
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -64,13 +65,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rooms = RoomManager(settings.DATA_DIR, hub, app.state.manager, settings.ROOM_TTL_S)
     app.state.judge_slots = asyncio.Semaphore(settings.JUDGE_CONCURRENCY)
     # the hosted lab: accounts and the fair judge queue (docs/hosted-lab.md); sign-in only with PARALAB_AUTH=on
-    app.state.accounts = Accounts(settings.DATA_DIR / "lab.sqlite3")
+    app.state.accounts = Accounts(settings.DATA_DIR / "lab.sqlite3", settings.PASSWORD_HASH_PROFILE)
     app.state.judge = Judge(settings, app.state.accounts, app.state.judge_slots, runs=app.state.manager.store,
                             cluster=app.state.manager.cluster)
     app.state.signin_limit = SignInLimit(settings.SIGNIN_MAX_FAILURES, settings.SIGNIN_MAX_FAILURES_PER_ADDRESS,
                                          settings.SIGNIN_WINDOW_S)
     if auth.auth_on(settings):
         from starlette.middleware.sessions import SessionMiddleware
+        if settings.PASSWORD_HASH_PROFILE == "CHEAPEST":
+            logging.getLogger("paralab").warning("PARALAB_PASSWORD_HASH_PROFILE=CHEAPEST: passwords are hashed "
+                                                 "for speed, not safety (meant for test suites only)")
         if settings.ADMIN_PASSWORD:
             app.state.accounts.ensure_admin(settings.ADMIN_USER, settings.ADMIN_PASSWORD)
         app.add_middleware(auth.AuthGate, accounts=app.state.accounts)

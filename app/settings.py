@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     MAX_RUNS_PER_USER: int = Field(2, ge=1)               # a user's runs queued or running at once
     MAX_RANKS_PER_STUDENT: int = Field(4, ge=1)
     MAX_SUBMISSIONS_PER_USER: int = Field(5, ge=1)        # a user's submissions queued or being judged
+    # argon2id's cost (argon2-cffi's profiles): LOW_MEMORY is its default; CHEAPEST is for test suites only
+    PASSWORD_HASH_PROFILE: Literal["RFC_9106_LOW_MEMORY", "RFC_9106_HIGH_MEMORY", "CHEAPEST"] = "RFC_9106_LOW_MEMORY"
     SIGNIN_MAX_FAILURES: int = Field(5, ge=1)             # wrong passwords for one name within the window: 429
     SIGNIN_MAX_FAILURES_PER_ADDRESS: int = Field(20, ge=1)  # … from one client address (a classroom may share one)
     SIGNIN_WINDOW_S: float = Field(300.0, gt=0)           # the sign-in rate limit's window

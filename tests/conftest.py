@@ -15,6 +15,9 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# argon2's default costs ~0.1–0.3 CPU-s a sign-in: the suite's servers and apps hash with its cheapest
+# parameters (the server warns about it at start); tests/app/test_passwords.py checks the default's rehash.
+os.environ.setdefault("PARALAB_PASSWORD_HASH_PROFILE", "CHEAPEST")
 EXTRA_LESSONS = REPO / "tests" / "lessons_extra"
 BROWSER_TESTS = REPO / "tests" / "browser"
 

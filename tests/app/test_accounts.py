@@ -4,6 +4,7 @@ are 404), an admin sees all; run quotas. And the lecture mode (auth off) needs n
 
 from __future__ import annotations
 
+import time
 
 import httpx
 import pytest
@@ -100,6 +101,7 @@ def test_runs_and_submissions_of_one_user_are_404_to_another_and_visible_to_the_
 
 def test_run_quotas_ranks_per_student_and_runs_in_flight(lab):
     with client(lab, "bob", "bob-pass-1") as bob, client(lab, **ADMIN) as admin:
+        _wait_until_none_in_flight(bob)           # the test before this one left a run, and a submission judged
         too_big = bob.post("/api/runs", json={"lesson": "collectives", "world_size": 8, "params": {}})
         assert too_big.status_code == 422 and too_big.json()["detail"][0]["loc"] == ["body", "world_size"]
         held = []
@@ -115,6 +117,13 @@ def test_run_quotas_ranks_per_student_and_runs_in_flight(lab):
         for rid in held:                          # the admin's cancel button
             assert admin.delete(f"/api/runs/{rid}").json()["status"] == "cancelled"
         assert bob.post("/api/runs", json={"lesson": "collectives", "world_size": 2, "params": {}}).status_code == 201
+
+
+def _wait_until_none_in_flight(user, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while any(r["status"] in ("queued", "running") for r in user.get("/api/runs").json()):
+        assert time.monotonic() < deadline, "the runs before this test did not end"
+        time.sleep(0.1)
 
 
 def test_the_lecture_mode_needs_no_account(server):

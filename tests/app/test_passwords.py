@@ -134,3 +134,24 @@ def test_a_database_from_before_the_judges_notes_keeps_its_submissions_and_gains
         assert accounts.submission("s2")["note"] == "the program printed a lot"
     finally:
         accounts.close()
+
+
+def test_a_hash_made_with_other_parameters_is_remade_at_the_next_sign_in(tmp_path):
+    """The suite hashes with argon2's CHEAPEST profile (tests/conftest.py); a server started again with
+    the default profile remakes each user's hash when they next sign in, and the old password still works."""
+    path = tmp_path / "lab.sqlite3"
+    cheap = Accounts(path, "CHEAPEST")
+    try:
+        cheap.create_user("ann", "ann-password")
+    finally:
+        cheap.close()
+    accounts = Accounts(path)
+    try:
+        stored = lambda: accounts._q("SELECT password_hash FROM users WHERE name='ann'")[0][0]   # noqa: E731
+        assert ",p=1$" in stored()                                     # CHEAPEST: one lane
+        assert accounts.authenticate("ann", "ann-password") is not None
+        assert "m=65536,t=3,p=4$" in stored()                          # the default profile's parameters
+        assert accounts.authenticate("ann", "ann-password") is not None
+        assert accounts.authenticate("ann", "wrong-password") is None
+    finally:
+        accounts.close()
