@@ -5,16 +5,29 @@ colwise fails the output and the collectives."""
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.browser
 
 
-def run_from_the_page(page: Page, server, path: str) -> None:
+def run_from_the_page(page: Page, server, path: str) -> str:
+    """Press Run on the page at `path`; the run's id, once it is done."""
     page.goto(f"{server.url}{path}")
-    page.get_by_role("button", name="▶ Run").click()
+    with page.expect_response(lambda r: r.url.endswith("/api/runs") and r.request.method == "POST") as posted:
+        page.get_by_role("button", name="▶ Run").click()
     expect(page.locator("#run-status")).to_contain_text("Run done", timeout=60_000)
+    return posted.value.json()["id"]
+
+
+def first_redistribution(server, run_id: str, before: list[str], after: list[str]) -> int:
+    """The seq of the first `begin` of a DTensor collective from placements `before` to `after`."""
+    lines = httpx.get(f"{server.url}/api/runs/{run_id}/events").text.splitlines()
+    return min(e["seq"] for e in map(json.loads, lines) if e.get("placements") and e["phase"] == "begin"
+               and (e["placements"]["before"], e["placements"]["after"]) == (before, after))
 
 
 def jump_to(page: Page, panel: str, text: str, key: str = "]", tries: int = 80) -> None:
@@ -52,15 +65,19 @@ def test_fsdp2_gathers_each_layer_and_holds_zero_3s_memory(page: Page, server):
 
 
 def test_dtensor_redistributions_drawn_on_both_meshes(page: Page, server):
-    run_from_the_page(page, server, "/lessons/dtensor?world_size=4")
+    run_id = run_from_the_page(page, server, "/lessons/dtensor?world_size=4")
     expect(page.locator(".lesson-title")).to_have_text("DTensor: placements and parallelize_module")
     expect(page.locator(".checks-summary")).to_have_text("✓ All 88 checks passed (22 checks × 4 ranks)")
     page.keyboard.press("Home")
-    jump_to(page, "#shards", "goes from Shard(0) to Replicate().")
+    jump_to(page, "#shards", "goes from Shard(0) to Replicate().")   # ] from the start: the first one
     expect(page.locator("#shards")).to_contain_text("all-gather on mesh (4), dimension tp")
-    jump_to(page, "#shards", "goes from Partial() to Shard(0).")
-    expect(page.locator("#shards")).to_contain_text("reduce-scatter")
-    jump_to(page, "#shards", "dimension dp")                    # the 2 × 2 mesh: a move along dp only
+    # the later ones opened at their step (] gets there too, a rank's call at a time: tens of presses)
+    page.goto(f"{server.url}/lessons/dtensor?world_size=4&run={run_id}"
+              f"&seq={first_redistribution(server, run_id, ['Partial()'], ['Shard(0)'])}")
+    expect(page.locator("#shards")).to_contain_text("reduce-scatter on mesh (4), dimension tp: a [8, 8] tensor "
+                                                    "goes from Partial() to Shard(0).")
+    page.goto(f"{server.url}/lessons/dtensor?world_size=4&run={run_id}&seq="
+              f"{first_redistribution(server, run_id, ['Shard(0)', 'Shard(1)'], ['Replicate()', 'Shard(1)'])}")
     expect(page.locator("#shards")).to_contain_text("all-gather on mesh (2×2), dimension dp: a [8, 8] tensor goes "
                                                     "from Shard(0) Shard(1) to Replicate() Shard(1).")
     after = page.locator('#shards .shards-side[data-side="after"] .shard').evaluate_all(
