@@ -65,8 +65,12 @@ export function renderSource(container, state, { sources, onPick }) {
     const shownKey = `${path}:${site.line}:${height}`;   // re-centre after a resize, too
     if (line && code.dataset.shown !== shownKey) {
       code.dataset.shown = shownKey;
-      const top = line.offsetTop - height / 2 + line.offsetHeight / 2;
-      code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
+      // Once every view of this drawing has written (a microtask after it): reading the line's place in
+      // the middle of the drawing laid the page out there, and again once the views after it wrote.
+      queueMicrotask(() => {
+        const top = line.offsetTop - height / 2 + line.offsetHeight / 2;
+        code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
+      });
     }
   } else {
     morph(where, state.event ? "No line at this step: the current event names no line of this code."
