@@ -43,6 +43,8 @@ export function drawPanels(panels, state, ctx) {
   const later = [];
   const deferred = panels.values().next().value?.deferred;
   const opening = deferred?.opens(ctx.runId, state.total > 0);
+  // The focus view: one panel fills the window, the others lie under it (on screen to the observer).
+  const focusView = document.body.classList.contains("focus-view");
   for (const panel of panels.values()) {
     if (!shown.has(panel.view)) {
       panel.section.hidden = true;
@@ -52,7 +54,8 @@ export function drawPanels(panels, state, ctx) {
     panel.section.hidden = false;
     // A panel just shown has not been seen by the observer: drawn at once, unless the run is opening (every
     // panel shows at once then, on a page with nothing drawn yet: its place is quick to know).
-    const now = justShown ? !opening || inSight(panel.section) : deferred.onScreen(panel.section);
+    const now = focusView ? panel.section.classList.contains("focused")
+      : justShown ? !opening || inSight(panel.section) : deferred.onScreen(panel.section);
     if (now) timed(panel.view.id, () => draw(panel, state, ctx));
     else later.push(panel);
   }

@@ -245,22 +245,31 @@ function paintsGrid(schedule) {
   return (schedule.grid || []).reduce((n, row) => n + row.length, 0) > CANVAS_BLOCKS;
 }
 
-/** The grid as a Gantt chart's rows: a block per slot, faded where the ranks have not run it at the cursor. */
+/** The grid as a Gantt chart's rows: a block per slot, faded where the ranks have not run it at the cursor.
+ *  Each cell's block is made once per grid (and language); a repaint only marks each one's progress. */
+const idealBlocks = new WeakMap();   // schedule event → {lang, rows: [[{action, block}]]}
 function idealRows(schedule, progress, slow) {
   const placement = schedule.placement;
   const grid = parsedGrid(schedule);
   const cols = Math.max(1, ...grid.map((row) => row.length));
-  return grid.map((row, r) => {
-    const blocks = [];
-    row.forEach((action, c) => {
-      if (!action) return;
+  const lang = document.documentElement.lang;
+  if (idealBlocks.get(schedule)?.lang !== lang) {
+    idealBlocks.set(schedule, { lang, rows: grid.map((row, r) => row.flatMap((action, c) => {
+      if (!action) return [];
       const parts = action.overlap || [action];
-      const state = cellState(action, progress);
       const colours = look(parts[0].kind, chunkOf(placement, r, parts[0].stage));
-      blocks.push({ t0: c, t1: c + 1, ...colours, text: parts.length > 1 ? parts.map((a) => `${a.kind}${a.mb}`).join("+") : parts[0].mb,
-                    short: parts[0].mb, faded: state === "todo", cls: state === "running" ? "current" : null,
-                    get title() { return t("slot {slot}: {action}", { slot: c, action: slotAction(action) }); } });
-    });
+      return [{ action, block: { t0: c, t1: c + 1, ...colours, text: parts.length > 1 ? parts.map((a) => `${a.kind}${a.mb}`).join("+") : parts[0].mb,
+                                 short: parts[0].mb, faded: true, cls: null,
+                                 get title() { return t("slot {slot}: {action}", { slot: c, action: slotAction(action) }); } } }];
+    })) });
+  }
+  return idealBlocks.get(schedule).rows.map((cells, r) => {
+    for (const { action, block } of cells) {
+      const state = cellState(action, progress);
+      block.faded = state === "todo";
+      block.cls = state === "running" ? "current" : null;
+    }
+    const blocks = cells.map((cell) => cell.block);
     return { rank: r, sub: stagesText(placement, r), badge: slow.has(r) ? t("slow") : null, lanes: [{ height: 1.7, blocks }],
              right: t("busy {percent}%", { percent: Math.round((100 * blocks.length) / cols) }) };
   });

@@ -47,7 +47,9 @@ export function renderSource(container, state, { sources, onPick }) {
     code.dataset.path = path;
     delete code.dataset.shown;
     const lines = highlightPython(file.text);
-    fill(code, h("ol", { class: "lines" }, lines.map((html, i) =>
+    // As wide as its longest line, said outright: a width of max-content made every mark on a line (a
+    // step's) measure all the lines again.
+    fill(code, h("ol", { class: "lines", style: { width: `calc(${longestLine(file.text)}ch + ${LINE_CHROME_REM}rem)` } }, lines.map((html, i) =>
       h("li", { class: "line", "data-line": i + 1 },
         h("span", { class: "num", "aria-hidden": "true" }, String(i + 1)),
         h("span", { class: "gutter" }),
@@ -63,8 +65,12 @@ export function renderSource(container, state, { sources, onPick }) {
     const shownKey = `${path}:${site.line}:${height}`;   // re-centre after a resize, too
     if (line && code.dataset.shown !== shownKey) {
       code.dataset.shown = shownKey;
-      const top = line.offsetTop - height / 2 + line.offsetHeight / 2;
-      code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
+      // Once every view of this drawing has written (a microtask after it): reading the line's place in
+      // the middle of the drawing laid the page out there, and again once the views after it wrote.
+      queueMicrotask(() => {
+        const top = line.offsetTop - height / 2 + line.offsetHeight / 2;
+        code.scrollTo({ top: Math.max(0, top), behavior: "auto" });
+      });
     }
   } else {
     morph(where, state.event ? "No line at this step: the current event names no line of this code."
@@ -104,6 +110,20 @@ function markLines(code, state, path, site) {
     line.querySelector(".gutter").replaceChildren(...mark.dots.map((attrs) => h("span", attrs)));
   }
   markedLines.set(code, { path, lines: marked });
+}
+
+const LINE_CHROME_REM = 4.9;   // a line's number, gutter and right padding (paralab.css, .source-code)
+const WIDE = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1faff}]/u;
+
+/** The longest line of `text` in monospace columns (a CJK character or an emoji takes two, a tab up to 8). */
+function longestLine(text) {
+  let longest = 0;
+  for (const line of text.split("\n")) {
+    let cols = 0;
+    for (const ch of line) cols = ch === "\t" ? cols + 8 - (cols % 8) : cols + (WIDE.test(ch) ? 2 : 1);
+    longest = Math.max(longest, cols);
+  }
+  return longest;
 }
 
 function codeLine(html) {
