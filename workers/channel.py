@@ -4,11 +4,15 @@ control messages for the step-mode gate (`workers/gate.py`) come down.
 A socket rather than a pipe so that ranks on other hosts (started by torchrun) can later report to
 the same server with the run's token.
 
-Events are written at once, in the order sent: when a rank dies the next instant (`os._exit`, a
-segfault), what it said before is on its way. Tensor blobs — a header line and up to 256 KiB of raw
-values each (a frame: workers/protocol.py) — are written by the channel's own thread while the rank
-goes on (the blob's values were copied at the call); nothing orders them against events
-(the server stores them apart, the page asks for one by id), and `close()` writes those still
+Events are written in the order sent, at once unless a traced call's messages are still being made
+(below): when a rank dies the next instant (`os._exit`, a segfault), what it said before is on its
+way. A traced call's previews, blobs and event are made by the channel's own thread (`later`: a job
+the tracer queues with copies of the call's tensors), while the rank goes on, and written in the
+order of the calls; an event sent while jobs are queued waits behind them. The tracer returns from
+a call once its `begin` is written, so a rank dying abruptly loses at most its last call's `end`
+(and what it sent after). Tensor blobs — a header line and up to 256 KiB of raw values each (a
+frame: workers/protocol.py) — are written by that thread too; nothing orders them against events
+(the server stores them apart, the page asks for one by id), and `close()` writes everything still
 queued before it closes the socket. A blob not written when a rank dies is lost: a hover over that
 tensor's block-averaged grid then shows the block's mean.
 """
@@ -19,8 +23,11 @@ import queue
 import select
 import socket
 import threading
+from typing import Callable
 
 from workers.protocol import BlobValues, Encoded, decode, encode, frame
+
+MAX_QUEUED_BYTES = 64 << 20   # copies held by jobs not yet written, at most
 
 
 class EventChannel:
@@ -38,7 +45,10 @@ class EventChannel:
         self._last_t = float("-inf")
         self._inbox = b""
         self._writing = threading.Lock()        # one message's bytes at a time on the socket
-        self._outbox: queue.SimpleQueue[dict | threading.Event | None] = queue.SimpleQueue()   # blobs
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()   # blobs, jobs, events after a job, flushes
+        self._queue_lock = threading.Lock()
+        self._unwritten = 0                     # jobs and events queued, not yet written: events wait behind them
+        self._queued_bytes = 0                  # the copies those jobs hold
         self._failure: OSError | None = None    # why the blob writer stopped: every later send raises it
         self._writer = threading.Thread(target=self._write_all, name="paralab-channel", daemon=True)
         self._writer.start()
@@ -59,42 +69,111 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
-        """Write one event now, or queue one tensor blob for the channel's thread. Raises what the
-        connection met, here or in that thread (every send from then on)."""
+        """Write one event now (or, while jobs are queued, after them), or queue one tensor blob for
+        the channel's thread. Raises what the connection met, here or in that thread (every send
+        from then on)."""
         if self._failure is not None:
             raise self._failure
         if "blob" in message:
             self._outbox.put(message)
             return
+        line = message.line if type(message) is Encoded else encode(message)   # the tracer's line, if written
+        with self._queue_lock:
+            if self._unwritten:   # in order: after the calls whose events are still being made
+                self._unwritten += 1
+                self._outbox.put(_Event(Encoded(message, line)))
+                return
         with self._lock:
-            ordered = self._in_order(message)
-            data = ordered.line if type(ordered) is Encoded else encode(ordered)   # the tracer's line, if unchanged
-            with self._writing:
-                self._sock.sendall(data)
+            self._write_event(message, line)
+
+    def later(self, job: Callable[[], list[dict]], nbytes: int = 0) -> threading.Event | None:
+        """Queue a job for the channel's thread: it makes messages (a traced call's blobs and event,
+        from copies of `nbytes` taken at the call), which are written in the order jobs and events
+        were given; the job's event is set once they are written (or dropped: the connection is
+        gone). None, and nothing queued, when the jobs queued already hold MAX_QUEUED_BYTES: the
+        caller then makes its messages itself (a rank outrunning its channel's thread)."""
+        if self._failure is not None:
+            raise self._failure
+        written = threading.Event()
+        with self._queue_lock:
+            if self._unwritten and self._queued_bytes + nbytes > MAX_QUEUED_BYTES:
+                return None
+            self._unwritten += 1
+            self._queued_bytes += nbytes
+            self._outbox.put((job, nbytes, written))
+        return written
+
+    def _write_event(self, message: dict, line: bytes | None = None) -> None:
+        """Write one event (the caller holds `_lock`): `line` as it was written, unless its time moves."""
+        ordered = self._in_order(message)
+        if line is None or ordered is not message:
+            line = ordered.line if type(ordered) is Encoded else encode(ordered)
+        with self._writing:
+            self._sock.sendall(line)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
-        """Wait until every blob sent so far is written (False: not within `timeout_s`)."""
+        """Wait until every message sent or queued so far is written (False: not within `timeout_s`)."""
         written = threading.Event()
         self._outbox.put(written)
         return written.wait(timeout_s)
 
     def _write_all(self) -> None:
-        while (message := self._outbox.get()) is not None:
-            if isinstance(message, threading.Event):   # a flush: everything before it is written
-                message.set()
-                continue
-            if self._failure is not None:
-                continue   # the connection is gone: drain, so close() does not wait
-            try:
-                parts = frame(message) if type(message.get("data")) is BlobValues else (encode(message),)
-            except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
-                continue
-            try:
-                with self._writing:   # a frame's header, then its values (not copied to join them)
-                    for part in parts:
-                        self._sock.sendall(part)
-            except OSError as exc:
-                self._failure = exc
+        while (item := self._outbox.get()) is not None:
+            if isinstance(item, threading.Event):   # a flush: everything before it is written
+                item.set()
+            elif isinstance(item, _Event):
+                try:
+                    self._write_queued_event(item.message)
+                finally:
+                    self._written(0)
+            elif isinstance(item, tuple):
+                self._run_job(*item)
+            else:
+                self._write_blob(item)
+
+    def _run_job(self, job: Callable[[], list[dict]], nbytes: int, written: threading.Event) -> None:
+        try:
+            messages = job() if self._failure is None else []
+        except Exception:   # noqa: BLE001  a preview that could not be made: that call's event is lost, not the rank
+            messages = []
+        try:
+            for message in messages:
+                if "blob" in message:
+                    self._write_blob(message)
+                else:
+                    self._write_queued_event(message)
+        finally:
+            self._written(nbytes)
+            written.set()
+
+    def _written(self, nbytes: int) -> None:
+        """A queued job or event is written: the next events may go at once when none is left."""
+        with self._queue_lock:
+            self._unwritten -= 1
+            self._queued_bytes -= nbytes
+
+    def _write_queued_event(self, message: dict) -> None:
+        if self._failure is not None:
+            return
+        try:
+            with self._lock:
+                self._write_event(message)
+        except OSError as exc:
+            self._failure = exc
+
+    def _write_blob(self, message: dict) -> None:
+        if self._failure is not None:
+            return   # the connection is gone: drain, so close() does not wait
+        try:
+            parts = frame(message) if type(message.get("data")) is BlobValues else (encode(message),)
+        except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
+            return
+        try:
+            with self._writing:   # a frame's header, then its values (not copied to join them)
+                for part in parts:
+                    self._sock.sendall(part)
+        except OSError as exc:
+            self._failure = exc
 
     def _in_order(self, event: dict) -> dict:
         """An event is never earlier than the last one this rank reported. A call that ends in the
@@ -110,7 +189,7 @@ class EventChannel:
         return event
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Write the blobs still queued (for at most `timeout_s`), then close."""
+        """Write what is still queued (for at most `timeout_s`), then close."""
         self._outbox.put(None)
         self._writer.join(timeout_s)
         with self._lock:
@@ -119,3 +198,12 @@ class EventChannel:
             except OSError:
                 pass
             self._sock.close()
+
+
+class _Event:
+    """An event given while a job was still queued: written by the channel's thread, after it."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: Encoded):
+        self.message = message

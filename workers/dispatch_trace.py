@@ -30,7 +30,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 from torch._C._distributed_c10d import ProcessGroup, Work
 
-from workers.tracer import SPECS, OpSpec
+from workers.tracer import SPECS, OpSpec, until_written
 
 _REDUCE_OPS = {int(value): name.lower() for name, value in dist.ReduceOp.RedOpType.__members__.items()}
 
@@ -296,6 +296,7 @@ class DispatchLevel:
         if how.ends == "wait":
             extra.update(_dtensor_fields(caller, call.get("group")))
         event = tracer._begin_event(how.spec, call, caller, extra)
+        begun = tracer._begun()
         t_call = tracer.clock()
         tracer._local.inside = True   # a functional collective runs a c10d op through the dispatcher: one call
         try:
@@ -306,9 +307,10 @@ class DispatchLevel:
         finally:
             tracer._local.inside = False
         if how.ends == "wait":
-            self._await(result, how.spec, call, event, t_call)
+            self._await(result, how.spec, call, event, t_call, begun)
         else:
             self._on_work(result, how.spec, call, event, t_call)
+            until_written(begun)
         return result
 
     # ---- how a call ends -------------------------------------------------------------------
@@ -343,8 +345,9 @@ class DispatchLevel:
             self._unfinished_works += 1
         future.add_done_callback(done)
 
-    def _await(self, result, spec, call, event, t_call) -> None:
-        """A functional collective's end: the `wait_tensor` on its output (the last, if several)."""
+    def _await(self, result, spec, call, event, t_call, begun) -> None:
+        """A functional collective's end: the `wait_tensor` on its output (the last, if several),
+        which returns once the call's `begin` is written (`begun`)."""
         outputs = list(result) if isinstance(result, (list, tuple)) else [result]
         for name in spec.outputs:
             call[name] = outputs if len(outputs) > 1 else outputs[0]
@@ -355,6 +358,7 @@ class DispatchLevel:
             left[0] -= 1
             if left[0] == 0:
                 tracer._end(event, spec, call, t_call)
+                until_written(begun)
         with self._lock:
             for out in outputs:
                 self._pending[out.data_ptr()] = finish

@@ -26,7 +26,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from workers import preview as previews
 from workers.cost_model import bandwidths, wire_bytes
-from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Encoded, Tensor, encode
+from workers.protocol import MAX_BLOB_ELEMENTS, MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Encoded, Tensor, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py"),
@@ -86,10 +86,11 @@ def _nbytes(tensors: list[torch.Tensor]) -> int:
 class TracedWork:
     """Stands in for a `Work` handle: the call's `end` event is sent when the work is waited on."""
 
-    def __init__(self, work: Any, finish: Callable[[], None]):
+    def __init__(self, work: Any, finish: Callable[[], None], begun: threading.Event | None = None):
         self._work = work
         self._finish = finish
         self._finished = False
+        self._begun = begun   # set once the call's begin is written (Tracer._said_begun)
 
     def wait(self, *args, **kwargs):
         result = self._work.wait(*args, **kwargs)
@@ -106,6 +107,8 @@ class TracedWork:
         if not self._finished:
             self._finished = True
             self._finish()
+            if self._begun is not None:
+                self._begun.wait()
 
     def __getattr__(self, name):
         return getattr(self._work, name)
@@ -116,14 +119,19 @@ class Tracer:
 
     `emit` receives each message (an event or a tensor blob); `clock` gives seconds since the run
     started; `before_call` (for the step-mode gates) runs before each traced call with its event.
+    `later` (a channel's `later`): where a traced call's previews, blobs and event are made and
+    sent off the rank's own thread, in the order of the calls, from copies of its tensors taken at
+    the call; without it they are made at the call and given to `emit`.
     """
 
     def __init__(self, emit: Callable[[dict], None], rank: int, clock: Callable[[], float],
-                 before_call: Callable[[dict], None] | None = None):
+                 before_call: Callable[[dict], None] | None = None,
+                 later: Callable[[Callable[[], list[dict]], int], threading.Event | None] | None = None):
         self.emit = emit
         self.rank = rank
         self.clock = clock
         self.before_call = before_call
+        self.later = later
         self._group_names: dict[Any, str] = {}
         self._cseq: Counter[str] = Counter()
         self._tensor_ids = itertools.count()
@@ -163,14 +171,18 @@ class Tracer:
             self._local.inside = previous
 
     # ---- snapshots -----------------------------------------------------------------------
-    def keep(self, tensor: torch.Tensor) -> str | None:
-        """Send the full tensor once as a blob; its id, or None when it is too large to keep."""
-        tensor_id = f"r{self.rank}t{next(self._tensor_ids)}"
+    def keep(self, tensor: torch.Tensor, tensor_id: str | None = None) -> str | None:
+        """Send the full tensor once as a blob; its id (`tensor_id`, or a new one), or None when it
+        is too large to keep."""
+        tensor_id = tensor_id or self._new_tensor_id()
         full = previews.blob(tensor, tensor_id)
         if full is None:
             return None
         self.emit(full)
         return tensor_id
+
+    def _new_tensor_id(self) -> str:
+        return f"r{self.rank}t{next(self._tensor_ids)}"
 
     def snapshot(self, name: str, tensor: torch.Tensor, **fields) -> None:
         """A `tensor` event: a named tensor outside any collective (`fields` adds e.g. `place`)."""
@@ -229,14 +241,16 @@ class Tracer:
                 raise
             finally:
                 tracer._local.inside = False
+            begun = tracer._begun()
             if name in ASYNC_ALWAYS or call.get("async_op"):
                 if result is None:   # this rank is not in the group
                     return result
                 return TracedWork(result, lambda: tracer._end(tracer._learn_source(event, spec, call, result), spec,
-                                                              call, t_call))
+                                                              call, t_call), begun)
             if spec.op == "recv" and event.get("peer") is None and isinstance(result, int):
                 event["peer"] = result
             tracer._end(event, spec, call, t_call, t_return)
+            until_written(begun)
             return result
 
         traced.__wrapped__ = original
@@ -256,6 +270,7 @@ class Tracer:
                 spec = SPECS["isend" if p2p.op is c10d.isend else "irecv"]
                 call = {"tensor": p2p.tensor, "group": p2p.group, "tag": p2p.tag, spec.peer: p2p.peer}
                 begun.append((tracer._begin_event(spec, call, caller), spec, call))
+            said = tracer._begun()   # the last begin: the earlier ones are written before it
             tracer._local.inside = True
             try:
                 t_call = tracer.clock()
@@ -266,9 +281,9 @@ class Tracer:
                 def finish_all():
                     for event, spec, call in begun:
                         tracer._end(event, spec, call, t_call)
-                return [TracedWork(w, finish_all if i == len(works) - 1 else (lambda: None))
+                return [TracedWork(w, finish_all if i == len(works) - 1 else (lambda: None), said)
                         for i, w in enumerate(works)]
-            return [TracedWork(w, (lambda b=b: tracer._end(*b, t_call))) for w, b in zip(works, begun)]
+            return [TracedWork(w, (lambda b=b: tracer._end(*b, t_call)), said) for w, b in zip(works, begun)]
 
         batch_isend_irecv.__wrapped__ = original
         return batch_isend_irecv
@@ -308,8 +323,16 @@ class Tracer:
         if self.before_call is not None:
             self.before_call(event)
         event["t"] = self.clock()
-        self._emit_with_previews(event, inputs, _names(spec.inputs, inputs))
+        self._local.begun = self._emit_with_previews(event, inputs, _names(spec.inputs, inputs))
         return event
+
+    def _begun(self) -> threading.Event | None:
+        """Set once the begin this thread made last is written (None: written already). A traced
+        call waits for it before it returns to the program (`until_written`), so that a rank that
+        dies the next instant (`os._exit`, a segfault) has said where it was; its previews are
+        made meanwhile, while the call runs."""
+        begun, self._local.begun = getattr(self._local, "begun", None), None
+        return begun
 
     def _root(self, spec: OpSpec, call: dict) -> int | None:
         """The root's global rank (given as `src`/`dst`, or by its rank in the group: `group_src`)."""
@@ -347,32 +370,58 @@ class Tracer:
         else:
             self.emit(event)
 
-    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor], names: list[str]) -> None:
+    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor],
+                            names: list[str]) -> threading.Event | None:
         """Send `event` with its tensors' previews; in the common case the line written to check
-        its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`)."""
-        shown, line = self._previews_and_line(tensors, names, event)
+        its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`).
+        With `later`, only the tensors are copied now (small ones: the copy is what their blob
+        needs anyway); the rest is done on the channel's thread while the rank goes on, and the
+        event returned is set once it is written."""
+        ids = None
+        if self.later is not None and (values := sum(t.numel() for t in tensors)) <= MAX_COPIED_VALUES:
+            copies = [previews.copy(t) for t in tensors]
+            ids = [self._new_tensor_id() for _ in tensors]
+            written = self.later(functools.partial(self._messages, dict(event), copies, names, ids), 4 * values)
+            if written is not None:
+                return written
+        shown, line = self._previews_and_line(tensors, names, event, ids)   # or the channel's queue is full
         event["tensors"] = shown
         self.emit(Encoded(event, line) if line is not None else event)
+        return None
+
+    def _messages(self, event: dict, copies: list[previews.Copy], names: list[str], ids: list[str]) -> list[dict]:
+        """A deferred call's blobs, then its event with the previews (made from the copies)."""
+        blobs = [b for c, i in zip(copies, ids) if (b := previews.blob_of(c, i)) is not None]
+        shown, line = self._fitting(
+            lambda side: [previews.preview_of(c, n, i, side) for c, n, i in zip(copies, names, ids)], event)
+        event["tensors"] = shown
+        return [*blobs, Encoded(event, line) if line is not None else event]
 
     def previews(self, tensors: list[torch.Tensor], names: list[str], event: dict) -> list[dict]:
         """Previews that keep the whole event under MAX_EVENT_BYTES once the server has numbered
         it, coarser grids if needed."""
         return self._previews_and_line(tensors, names, event)[0]
 
-    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str],
-                           event: dict) -> tuple[list[dict], bytes | None]:
-        """The previews, and the event's line with them as `tensors` when it was written to check
-        its size (None when it was not: a coarser grid, or none)."""
+    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str], event: dict,
+                           ids: list[str] | None = None) -> tuple[list[dict], bytes | None]:
+        ids = [self.keep(t, i) for t, i in zip(tensors, ids or [None] * len(tensors))]
+        return self._fitting(lambda side: [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)],
+                             event)
+
+    @staticmethod
+    def _fitting(make: Callable[[int], list[dict]], event: dict) -> tuple[list[dict], bytes | None]:
+        """The previews `make(side)` gives at the largest side that keeps the event within bounds,
+        and the event's line with them as `tensors` when it was written to check its size (None when
+        it was not: a coarser grid, or none)."""
         limit = MAX_EVENT_BYTES - SERVER_FIELDS_BYTES
-        ids = [self.keep(t) for t in tensors]
         side = PREVIEW_SIDE
-        shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
+        shown = make(side)
         line = encode({**event, "tensors": shown})   # grids' text written already: cheap to write whole
         if len(line) <= limit:
             return shown, line
         while True:
             if side < PREVIEW_SIDE:
-                shown = [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)]
+                shown = make(side)
             if len(encode({**event, "tensors": shown})) <= limit:
                 return shown, None
             if side == 1:   # too many tensors for grids: statistics only, or nothing
@@ -390,6 +439,11 @@ class Tracer:
                 return f"{shown}:{frame.f_lineno}"
             frame = frame.f_back
         return None
+
+
+def until_written(begun: threading.Event | None) -> None:
+    if begun is not None:
+        begun.wait()
 
 
 def _binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict]:
@@ -439,6 +493,8 @@ def _shown_path(filename: str) -> str | None:
         pass
     return str(path)
 
+
+MAX_COPIED_VALUES = 1 << 20   # a call with more (4 MiB of copies) makes its previews in place: copying costs as much
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
                "bytes", "wire_bytes", "label", "bucket", "chunk", "site", "torch_op", "mesh", "placements")
