@@ -49,7 +49,8 @@ class EventChannel:
         self._queue_lock = threading.Lock()
         self._unwritten = 0                     # jobs and events queued, not yet written: events wait behind them
         self._queued_bytes = 0                  # the copies those jobs hold
-        self._failure: OSError | None = None    # why the blob writer stopped: every later send raises it
+        self._failure: OSError | None = None    # why the channel's thread stopped writing: every later send raises it
+        self._closed = False
         self._writer = threading.Thread(target=self._write_all, name="paralab-channel", daemon=True)
         self._writer.start()
         self.send({"hello": run_id, "token": token, "rank": rank})
@@ -90,13 +91,14 @@ class EventChannel:
         """Queue a job for the channel's thread: it makes messages (a traced call's blobs and event,
         from copies of `nbytes` taken at the call), which are written in the order jobs and events
         were given; the job's event is set once they are written (or dropped: the connection is
-        gone). None, and nothing queued, when the jobs queued already hold MAX_QUEUED_BYTES: the
-        caller then makes its messages itself (a rank outrunning its channel's thread)."""
+        gone). None, and nothing queued, when the jobs queued already hold MAX_QUEUED_BYTES (a rank
+        outrunning its channel's thread) or the channel is closing: the caller then makes its
+        messages itself."""
         if self._failure is not None:
             raise self._failure
         written = threading.Event()
         with self._queue_lock:
-            if self._unwritten and self._queued_bytes + nbytes > MAX_QUEUED_BYTES:
+            if self._closed or (self._unwritten and self._queued_bytes + nbytes > MAX_QUEUED_BYTES):
                 return None
             self._unwritten += 1
             self._queued_bytes += nbytes
@@ -119,17 +121,23 @@ class EventChannel:
 
     def _write_all(self) -> None:
         while (item := self._outbox.get()) is not None:
-            if isinstance(item, threading.Event):   # a flush: everything before it is written
-                item.set()
-            elif isinstance(item, _Event):
-                try:
-                    self._write_queued_event(item.message)
-                finally:
-                    self._written(0)
-            elif isinstance(item, tuple):
-                self._run_job(*item)
-            else:
-                self._write_blob(item)
+            try:
+                self._write_item(item)
+            except Exception:   # noqa: BLE001  one bad message must not stop the thread a traced call waits on
+                pass
+
+    def _write_item(self, item) -> None:
+        if isinstance(item, threading.Event):   # a flush: everything before it is written
+            item.set()
+        elif isinstance(item, _Event):
+            try:
+                self._write_queued_event(item.message)
+            finally:
+                self._written(0)
+        elif isinstance(item, tuple):
+            self._run_job(*item)
+        else:
+            self._write_blob(item)
 
     def _run_job(self, job: Callable[[], list[dict]], nbytes: int, written: threading.Event) -> None:
         try:
@@ -190,6 +198,8 @@ class EventChannel:
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Write what is still queued (for at most `timeout_s`), then close."""
+        with self._queue_lock:
+            self._closed = True
         self._outbox.put(None)
         self._writer.join(timeout_s)
         with self._lock:

@@ -123,3 +123,15 @@ def test_a_call_returns_once_its_begin_is_written(world, monkeypatch):
         tracer.uninstall()
         channel.close()
     assert [m["phase"] for m in listener.until_closed()[1:] if "kind" in m] == ["begin", "end"] * 3
+
+
+def test_a_job_that_fails_loses_its_own_messages_only_and_a_closed_channel_takes_no_job():
+    listener = Listener()
+    channel = EventChannel(listener.address, "run1", "token", 0)
+    failed = channel.later(lambda: 1 / 0)
+    channel.later(lambda: [{"kind": "log", "rank": 0, "t": 1.0, "message": "next"}])
+    channel.send({"kind": "log", "rank": 0, "t": 2.0, "message": "after"})
+    assert failed.wait(10)
+    channel.close()
+    assert channel.later(lambda: []) is None       # the tracer then makes its messages at the call
+    assert [m["message"] for m in listener.until_closed()[1:]] == ["next", "after"]
