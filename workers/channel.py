@@ -4,13 +4,12 @@ control messages for the step-mode gate (`workers/gate.py`) come down.
 A socket rather than a pipe so that ranks on other hosts (started by torchrun) can later report to
 the same server with the run's token.
 
-Events are written in the order sent, at once unless a traced call's messages are still being made
-(below): when a rank dies the next instant (`os._exit`, a segfault), what it said before is on its
-way. A traced call's previews, blobs and event are made by the channel's own thread (`later`: a job
-the tracer queues with copies of the call's tensors), while the rank goes on, and written in the
-order of the calls; an event sent while jobs are queued waits behind them. The tracer returns from
-a call once its `begin` is written, so a rank dying abruptly loses at most its last call's `end`
-(and what it sent after). Tensor blobs — a header line and up to 256 KiB of raw values each (a
+Events are written at once, in the order sent: when a rank dies the next instant (`os._exit`, a
+segfault, gloo aborting it inside a collective), what it said before is on its way. A traced call's
+`end` — its previews, blobs and event — is made by the channel's own thread (`later`: a job the
+tracer queues with copies of the call's outputs) while the rank goes on; an event sent while jobs
+are queued waits until they are written, so events keep their order (a rank dying abruptly can lose
+its last call's `end` only). Tensor blobs — a header line and up to 256 KiB of raw values each (a
 frame: workers/protocol.py) — are written by that thread too; nothing orders them against events
 (the server stores them apart, the page asks for one by id), and `close()` writes everything still
 queued before it closes the socket. A blob not written when a rank dies is lost: a hover over that
@@ -45,9 +44,9 @@ class EventChannel:
         self._last_t = float("-inf")
         self._inbox = b""
         self._writing = threading.Lock()        # one message's bytes at a time on the socket
-        self._outbox: queue.SimpleQueue = queue.SimpleQueue()   # blobs, jobs, events after a job, flushes
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()   # blobs, jobs, flushes
         self._queue_lock = threading.Lock()
-        self._unwritten = 0                     # jobs and events queued, not yet written: events wait behind them
+        self._unwritten = 0                     # jobs queued, not yet written: an event sent waits for them
         self._queued_bytes = 0                  # the copies those jobs hold
         self._failure: OSError | None = None    # why the channel's thread stopped writing: every later send raises it
         self._closed = False
@@ -70,40 +69,35 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
-        """Write one event now (or, while jobs are queued, after them), or queue one tensor blob for
-        the channel's thread. Raises what the connection met, here or in that thread (every send
-        from then on)."""
+        """Write one event now (once the jobs queued before it are written), or queue one tensor
+        blob for the channel's thread. Raises what the connection met, here or in that thread
+        (every send from then on)."""
         if self._failure is not None:
             raise self._failure
         if "blob" in message:
             self._outbox.put(message)
             return
         line = message.line if type(message) is Encoded else encode(message)   # the tracer's line, if written
-        with self._queue_lock:
-            if self._unwritten:   # in order: after the calls whose events are still being made
-                self._unwritten += 1
-                self._outbox.put(_Event(Encoded(message, line)))
-                return
+        if self._unwritten:   # in order: the calls' ends still being made go first
+            self.flush(timeout_s=None)
         with self._lock:
             self._write_event(message, line)
 
-    def later(self, job: Callable[[], list[dict]], nbytes: int = 0) -> threading.Event | None:
-        """Queue a job for the channel's thread: it makes messages (a traced call's blobs and event,
-        from copies of `nbytes` taken at the call), which are written in the order jobs and events
-        were given; the job's event is set once they are written (or dropped: the connection is
-        gone). None, and nothing queued, when the jobs queued already hold MAX_QUEUED_BYTES (a rank
+    def later(self, job: Callable[[], list[dict]], nbytes: int = 0) -> bool:
+        """Queue a job for the channel's thread: it makes messages (a traced call's blobs and end
+        event, from copies of `nbytes` taken at the call), written before any event sent after it.
+        False, and nothing queued, when the jobs queued already hold MAX_QUEUED_BYTES (a rank
         outrunning its channel's thread) or the channel is closing: the caller then makes its
         messages itself."""
         if self._failure is not None:
             raise self._failure
-        written = threading.Event()
         with self._queue_lock:
             if self._closed or (self._unwritten and self._queued_bytes + nbytes > MAX_QUEUED_BYTES):
-                return None
+                return False
             self._unwritten += 1
             self._queued_bytes += nbytes
-            self._outbox.put((job, nbytes, written))
-        return written
+        self._outbox.put((job, nbytes))
+        return True
 
     def _write_event(self, message: dict, line: bytes | None = None) -> None:
         """Write one event (the caller holds `_lock`): `line` as it was written, unless its time moves."""
@@ -113,7 +107,7 @@ class EventChannel:
         with self._writing:
             self._sock.sendall(line)
 
-    def flush(self, timeout_s: float = 10.0) -> bool:
+    def flush(self, timeout_s: float | None = 10.0) -> bool:
         """Wait until every message sent or queued so far is written (False: not within `timeout_s`)."""
         written = threading.Event()
         self._outbox.put(written)
@@ -129,17 +123,12 @@ class EventChannel:
     def _write_item(self, item) -> None:
         if isinstance(item, threading.Event):   # a flush: everything before it is written
             item.set()
-        elif isinstance(item, _Event):
-            try:
-                self._write_queued_event(item.message)
-            finally:
-                self._written(0)
         elif isinstance(item, tuple):
             self._run_job(*item)
         else:
             self._write_blob(item)
 
-    def _run_job(self, job: Callable[[], list[dict]], nbytes: int, written: threading.Event) -> None:
+    def _run_job(self, job: Callable[[], list[dict]], nbytes: int) -> None:
         try:
             messages = job() if self._failure is None else []
         except Exception:   # noqa: BLE001  a preview that could not be made: that call's event is lost, not the rank
@@ -152,10 +141,9 @@ class EventChannel:
                     self._write_queued_event(message)
         finally:
             self._written(nbytes)
-            written.set()
 
     def _written(self, nbytes: int) -> None:
-        """A queued job or event is written: the next events may go at once when none is left."""
+        """A queued job is written: events go at once again when none is left."""
         with self._queue_lock:
             self._unwritten -= 1
             self._queued_bytes -= nbytes
@@ -209,11 +197,3 @@ class EventChannel:
                 pass
             self._sock.close()
 
-
-class _Event:
-    """An event given while a job was still queued: written by the channel's thread, after it."""
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: Encoded):
-        self.message = message

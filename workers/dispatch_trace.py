@@ -30,7 +30,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 from torch._C._distributed_c10d import ProcessGroup, Work
 
-from workers.tracer import SPECS, OpSpec, until_written
+from workers.tracer import SPECS, OpSpec
 
 _REDUCE_OPS = {int(value): name.lower() for name, value in dist.ReduceOp.RedOpType.__members__.items()}
 
@@ -296,7 +296,6 @@ class DispatchLevel:
         if how.ends == "wait":
             extra.update(_dtensor_fields(caller, call.get("group")))
         event = tracer._begin_event(how.spec, call, caller, extra)
-        begun = tracer._begun()
         t_call = tracer.clock()
         tracer._local.inside = True   # a functional collective runs a c10d op through the dispatcher: one call
         try:
@@ -307,10 +306,9 @@ class DispatchLevel:
         finally:
             tracer._local.inside = False
         if how.ends == "wait":
-            self._await(result, how.spec, call, event, t_call, begun)
+            self._await(result, how.spec, call, event, t_call)
         else:
             self._on_work(result, how.spec, call, event, t_call)
-            until_written(begun)
         return result
 
     # ---- how a call ends -------------------------------------------------------------------
@@ -345,9 +343,8 @@ class DispatchLevel:
             self._unfinished_works += 1
         future.add_done_callback(done)
 
-    def _await(self, result, spec, call, event, t_call, begun) -> None:
-        """A functional collective's end: the `wait_tensor` on its output (the last, if several),
-        which returns once the call's `begin` is written (`begun`)."""
+    def _await(self, result, spec, call, event, t_call) -> None:
+        """A functional collective's end: the `wait_tensor` on its output (the last, if several)."""
         outputs = list(result) if isinstance(result, (list, tuple)) else [result]
         for name in spec.outputs:
             call[name] = outputs if len(outputs) > 1 else outputs[0]
@@ -358,7 +355,6 @@ class DispatchLevel:
             left[0] -= 1
             if left[0] == 0:
                 tracer._end(event, spec, call, t_call)
-                until_written(begun)
         with self._lock:
             for out in outputs:
                 self._pending[out.data_ptr()] = finish

@@ -86,11 +86,10 @@ def _nbytes(tensors: list[torch.Tensor]) -> int:
 class TracedWork:
     """Stands in for a `Work` handle: the call's `end` event is sent when the work is waited on."""
 
-    def __init__(self, work: Any, finish: Callable[[], None], begun: threading.Event | None = None):
+    def __init__(self, work: Any, finish: Callable[[], None]):
         self._work = work
         self._finish = finish
         self._finished = False
-        self._begun = begun   # set once the call's begin is written (Tracer._said_begun)
 
     def wait(self, *args, **kwargs):
         result = self._work.wait(*args, **kwargs)
@@ -107,8 +106,6 @@ class TracedWork:
         if not self._finished:
             self._finished = True
             self._finish()
-            if self._begun is not None:
-                self._begun.wait()
 
     def __getattr__(self, name):
         return getattr(self._work, name)
@@ -119,14 +116,16 @@ class Tracer:
 
     `emit` receives each message (an event or a tensor blob); `clock` gives seconds since the run
     started; `before_call` (for the step-mode gates) runs before each traced call with its event.
-    `later` (a channel's `later`): where a traced call's previews, blobs and event are made and
-    sent off the rank's own thread, in the order of the calls, from copies of its tensors taken at
-    the call; without it they are made at the call and given to `emit`.
+    `later` (a channel's `later`): where the `end` of a traced call — its previews, blobs and
+    event — is made and sent off the rank's own thread, in the order of the calls, from copies of
+    its tensors taken at the call's end; without it, made there and given to `emit`. A `begin` is
+    always made at the call and written before the call starts (a rank that gloo aborts inside
+    the collective has said which it was).
     """
 
     def __init__(self, emit: Callable[[dict], None], rank: int, clock: Callable[[], float],
                  before_call: Callable[[dict], None] | None = None,
-                 later: Callable[[Callable[[], list[dict]], int], threading.Event | None] | None = None):
+                 later: Callable[[Callable[[], list[dict]], int], bool] | None = None):
         self.emit = emit
         self.rank = rank
         self.clock = clock
@@ -241,16 +240,14 @@ class Tracer:
                 raise
             finally:
                 tracer._local.inside = False
-            begun = tracer._begun()
             if name in ASYNC_ALWAYS or call.get("async_op"):
                 if result is None:   # this rank is not in the group
                     return result
                 return TracedWork(result, lambda: tracer._end(tracer._learn_source(event, spec, call, result), spec,
-                                                              call, t_call), begun)
+                                                              call, t_call))
             if spec.op == "recv" and event.get("peer") is None and isinstance(result, int):
                 event["peer"] = result
             tracer._end(event, spec, call, t_call, t_return)
-            until_written(begun)
             return result
 
         traced.__wrapped__ = original
@@ -270,7 +267,6 @@ class Tracer:
                 spec = SPECS["isend" if p2p.op is c10d.isend else "irecv"]
                 call = {"tensor": p2p.tensor, "group": p2p.group, "tag": p2p.tag, spec.peer: p2p.peer}
                 begun.append((tracer._begin_event(spec, call, caller), spec, call))
-            said = tracer._begun()   # the last begin: the earlier ones are written before it
             tracer._local.inside = True
             try:
                 t_call = tracer.clock()
@@ -281,9 +277,9 @@ class Tracer:
                 def finish_all():
                     for event, spec, call in begun:
                         tracer._end(event, spec, call, t_call)
-                return [TracedWork(w, finish_all if i == len(works) - 1 else (lambda: None), said)
+                return [TracedWork(w, finish_all if i == len(works) - 1 else (lambda: None))
                         for i, w in enumerate(works)]
-            return [TracedWork(w, (lambda b=b: tracer._end(*b, t_call)), said) for w, b in zip(works, begun)]
+            return [TracedWork(w, (lambda b=b: tracer._end(*b, t_call))) for w, b in zip(works, begun)]
 
         batch_isend_irecv.__wrapped__ = original
         return batch_isend_irecv
@@ -323,16 +319,8 @@ class Tracer:
         if self.before_call is not None:
             self.before_call(event)
         event["t"] = self.clock()
-        self._local.begun = self._emit_with_previews(event, inputs, _names(spec.inputs, inputs))
+        self._emit_with_previews(event, inputs, _names(spec.inputs, inputs))
         return event
-
-    def _begun(self) -> threading.Event | None:
-        """Set once the begin this thread made last is written (None: written already). A traced
-        call waits for it before it returns to the program (`until_written`), so that a rank that
-        dies the next instant (`os._exit`, a segfault) has said where it was; its previews are
-        made meanwhile, while the call runs."""
-        begun, self._local.begun = getattr(self._local, "begun", None), None
-        return begun
 
     def _root(self, spec: OpSpec, call: dict) -> int | None:
         """The root's global rank (given as `src`/`dst`, or by its rank in the group: `group_src`)."""
@@ -366,28 +354,25 @@ class Tracer:
             fields["error"] = f"{type(error).__name__}: {error}"
         event = (Collective if spec.kind == "collective" else P2P)(**fields).to_dict()
         if error is None:
-            self._emit_with_previews(event, outputs, _names(spec.outputs, outputs))
+            self._emit_with_previews(event, outputs, _names(spec.outputs, outputs), later=True)
         else:
             self.emit(event)
 
-    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor],
-                            names: list[str]) -> threading.Event | None:
+    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor], names: list[str],
+                            later: bool = False) -> None:
         """Send `event` with its tensors' previews; in the common case the line written to check
         its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`).
-        With `later`, only the tensors are copied now (small ones: the copy is what their blob
-        needs anyway); the rest is done on the channel's thread while the rank goes on, and the
-        event returned is set once it is written."""
+        `later` (an end, with the tracer's `later`): only the tensors are copied now (the copy is
+        what their blobs need anyway); the rest is done on the channel's thread while the rank goes on."""
         ids = None
-        if self.later is not None and (values := sum(t.numel() for t in tensors)) <= MAX_COPIED_VALUES:
+        if later and self.later is not None and (values := sum(t.numel() for t in tensors)) <= MAX_COPIED_VALUES:
             copies = [previews.copy(t) for t in tensors]
             ids = [self._new_tensor_id() for _ in tensors]
-            written = self.later(functools.partial(self._messages, dict(event), copies, names, ids), 4 * values)
-            if written is not None:
-                return written
+            if self.later(functools.partial(self._messages, dict(event), copies, names, ids), 4 * values):
+                return
         shown, line = self._previews_and_line(tensors, names, event, ids)   # or the channel's queue is full
         event["tensors"] = shown
         self.emit(Encoded(event, line) if line is not None else event)
-        return None
 
     def _messages(self, event: dict, copies: list[previews.Copy], names: list[str], ids: list[str]) -> list[dict]:
         """A deferred call's blobs, then its event with the previews (made from the copies)."""
@@ -439,11 +424,6 @@ class Tracer:
                 return f"{shown}:{frame.f_lineno}"
             frame = frame.f_back
         return None
-
-
-def until_written(begun: threading.Event | None) -> None:
-    if begun is not None:
-        begun.wait()
 
 
 def _binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict]:
