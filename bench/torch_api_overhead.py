@@ -8,9 +8,11 @@ channel (workers/channel.py) over TCP to another process that reads them, as the
 traced round ends once they are all written. A round is a whole run (set up — fully_shard,
 parallelize_module — and the steps) in ranks already started, as the warm launcher's ranks are;
 the steps alone are timed too. Rank 0 prints the medians and the ratios (budget ≤ 1.25 for a run),
-wall-clock and CPU time, and the tracer's cost per aten op that is not a collective.
+wall-clock and CPU time (all rank 0's threads, and its main thread alone: the tracer's work there
+is on the run's critical path), and the tracer's cost per aten op that is not a collective.
 Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5] [--profile FILE]
-(--profile: cProfile of rank 0's main thread during its traced rounds, for pstats)
+(--profile: cProfile of rank 0's main thread during its traced rounds, for pstats;
+PARALAB_BENCH_AT_CALL=1: previews, blobs and events made at each call, as without a channel's `later`)
 """
 
 from __future__ import annotations
@@ -117,11 +119,14 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
     profiler = cProfile.Profile() if profile and rank == 0 else None
 
     def new_tracer():
-        return Tracer(channel.send, rank, lambda: time.monotonic() - t0)
+        return Tracer(channel.send, rank, lambda: time.monotonic() - t0,   # as workers/rank.py makes it
+                      later=None if os.environ.get("PARALAB_BENCH_AT_CALL") else channel.later)
 
-    def timed(build, trace: bool) -> tuple[float, float, float, float]:
+    def timed(build, trace: bool) -> tuple[float, float, float, float, float]:
         """Wall-clock seconds of the whole run (set up and every step) and of the steps alone, then
-        this rank's CPU seconds for each (all its threads: less swayed by other processes' load)."""
+        this rank's CPU seconds for each (all its threads: less swayed by other processes' load),
+        then the CPU seconds of the run's own thread alone (the tracer's work done there is on the
+        run's critical path; the channel's thread works while the run waits for its peers)."""
         tracer = new_tracer() if trace else None
         dist.barrier()
         if tracer:
@@ -129,7 +134,7 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
         if profiler and tracer:
             profiler.enable()
         try:
-            start, cpu_start = time.perf_counter(), time.process_time()
+            start, cpu_start, thread_start = time.perf_counter(), time.process_time(), time.thread_time()
             step = build()
             dist.barrier()
             steps_start, cpu_steps_start = time.perf_counter(), time.process_time()
@@ -139,8 +144,9 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
             if tracer:   # a traced run is over once its events are written
                 tracer.settle()
                 channel.flush()
-            end, cpu_end = time.perf_counter(), time.process_time()
-            return end - start, end - steps_start, cpu_end - cpu_start, cpu_end - cpu_steps_start
+            end, cpu_end, thread_end = time.perf_counter(), time.process_time(), time.thread_time()
+            return (end - start, end - steps_start, cpu_end - cpu_start, cpu_end - cpu_steps_start,
+                    thread_end - thread_start)
         finally:
             if profiler and tracer:
                 profiler.disable()
@@ -156,7 +162,8 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
         if rank == 0:
             for part, label in enumerate((f"run (set up + {steps} steps), wall", f"{steps} steps alone, wall",
                                           f"run (set up + {steps} steps), rank 0's CPU",
-                                          f"{steps} steps alone, rank 0's CPU")):
+                                          f"{steps} steps alone, rank 0's CPU",
+                                          f"run (set up + {steps} steps), rank 0's main thread's CPU")):
                 traced = statistics.median(t[part] for t in times[True])
                 plain = statistics.median(t[part] for t in times[False])
                 print(f"{name}, {dist.get_world_size()} ranks, {label}: traced median {traced * 1000:.1f} ms, "

@@ -5,10 +5,13 @@ A socket rather than a pipe so that ranks on other hosts (started by torchrun) c
 the same server with the run's token.
 
 Events are written at once, in the order sent: when a rank dies the next instant (`os._exit`, a
-segfault), what it said before is on its way. Tensor blobs — a header line and up to 256 KiB of raw
-values each (a frame: workers/protocol.py) — are written by the channel's own thread while the rank
-goes on (the blob's values were copied at the call); nothing orders them against events
-(the server stores them apart, the page asks for one by id), and `close()` writes those still
+segfault, gloo aborting it inside a collective), what it said before is on its way. A traced call's
+`end` — its previews, blobs and event — is made by the channel's own thread (`later`: a job the
+tracer queues with copies of the call's outputs) while the rank goes on; an event sent while jobs
+are queued waits until they are written, so events keep their order (a rank dying abruptly can lose
+its last call's `end` only). Tensor blobs — a header line and up to 256 KiB of raw values each (a
+frame: workers/protocol.py) — are written by that thread too; nothing orders them against events
+(the server stores them apart, the page asks for one by id), and `close()` writes everything still
 queued before it closes the socket. A blob not written when a rank dies is lost: a hover over that
 tensor's block-averaged grid then shows the block's mean.
 """
@@ -19,8 +22,11 @@ import queue
 import select
 import socket
 import threading
+from typing import Callable
 
 from workers.protocol import BlobValues, Encoded, decode, encode, frame
+
+MAX_QUEUED_BYTES = 64 << 20   # copies held by jobs not yet written, at most
 
 
 class EventChannel:
@@ -38,8 +44,12 @@ class EventChannel:
         self._last_t = float("-inf")
         self._inbox = b""
         self._writing = threading.Lock()        # one message's bytes at a time on the socket
-        self._outbox: queue.SimpleQueue[dict | threading.Event | None] = queue.SimpleQueue()   # blobs
-        self._failure: OSError | None = None    # why the blob writer stopped: every later send raises it
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()   # blobs, jobs, flushes
+        self._queue_lock = threading.Lock()
+        self._unwritten = 0                     # jobs queued, not yet written: an event sent waits for them
+        self._queued_bytes = 0                  # the copies those jobs hold
+        self._failure: OSError | None = None    # why the channel's thread stopped writing: every later send raises it
+        self._closed = False
         self._writer = threading.Thread(target=self._write_all, name="paralab-channel", daemon=True)
         self._writer.start()
         self.send({"hello": run_id, "token": token, "rank": rank})
@@ -59,42 +69,107 @@ class EventChannel:
         return decode(line)
 
     def send(self, message: dict) -> None:
-        """Write one event now, or queue one tensor blob for the channel's thread. Raises what the
-        connection met, here or in that thread (every send from then on)."""
+        """Write one event now (once the jobs queued before it are written), or queue one tensor
+        blob for the channel's thread. Raises what the connection met, here or in that thread
+        (every send from then on)."""
         if self._failure is not None:
             raise self._failure
         if "blob" in message:
             self._outbox.put(message)
             return
+        line = message.line if type(message) is Encoded else encode(message)   # the tracer's line, if written
+        if self._unwritten:   # in order: the calls' ends still being made go first
+            self.flush(timeout_s=None)
         with self._lock:
-            ordered = self._in_order(message)
-            data = ordered.line if type(ordered) is Encoded else encode(ordered)   # the tracer's line, if unchanged
-            with self._writing:
-                self._sock.sendall(data)
+            self._write_event(message, line)
 
-    def flush(self, timeout_s: float = 10.0) -> bool:
-        """Wait until every blob sent so far is written (False: not within `timeout_s`)."""
+    def later(self, job: Callable[[], list[dict]], nbytes: int = 0) -> bool:
+        """Queue a job for the channel's thread: it makes messages (a traced call's blobs and end
+        event, from copies of `nbytes` taken at the call), written before any event sent after it.
+        False, and nothing queued, when the jobs queued already hold MAX_QUEUED_BYTES (a rank
+        outrunning its channel's thread) or the channel is closing: the caller then makes its
+        messages itself."""
+        if self._failure is not None:
+            raise self._failure
+        with self._queue_lock:
+            if self._closed or (self._unwritten and self._queued_bytes + nbytes > MAX_QUEUED_BYTES):
+                return False
+            self._unwritten += 1
+            self._queued_bytes += nbytes
+        self._outbox.put((job, nbytes))
+        return True
+
+    def _write_event(self, message: dict, line: bytes | None = None) -> None:
+        """Write one event (the caller holds `_lock`): `line` as it was written, unless its time moves."""
+        ordered = self._in_order(message)
+        if line is None or ordered is not message:
+            line = ordered.line if type(ordered) is Encoded else encode(ordered)
+        with self._writing:
+            self._sock.sendall(line)
+
+    def flush(self, timeout_s: float | None = 10.0) -> bool:
+        """Wait until every message sent or queued so far is written (False: not within `timeout_s`)."""
         written = threading.Event()
         self._outbox.put(written)
         return written.wait(timeout_s)
 
     def _write_all(self) -> None:
-        while (message := self._outbox.get()) is not None:
-            if isinstance(message, threading.Event):   # a flush: everything before it is written
-                message.set()
-                continue
-            if self._failure is not None:
-                continue   # the connection is gone: drain, so close() does not wait
+        while (item := self._outbox.get()) is not None:
             try:
-                parts = frame(message) if type(message.get("data")) is BlobValues else (encode(message),)
-            except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
-                continue
-            try:
-                with self._writing:   # a frame's header, then its values (not copied to join them)
-                    for part in parts:
-                        self._sock.sendall(part)
-            except OSError as exc:
-                self._failure = exc
+                self._write_item(item)
+            except Exception:   # noqa: BLE001  one bad message must not stop the thread a traced call waits on
+                pass
+
+    def _write_item(self, item) -> None:
+        if isinstance(item, threading.Event):   # a flush: everything before it is written
+            item.set()
+        elif isinstance(item, tuple):
+            self._run_job(*item)
+        else:
+            self._write_blob(item)
+
+    def _run_job(self, job: Callable[[], list[dict]], nbytes: int) -> None:
+        try:
+            messages = job() if self._failure is None else []
+        except Exception:   # noqa: BLE001  a preview that could not be made: that call's event is lost, not the rank
+            messages = []
+        try:
+            for message in messages:
+                if "blob" in message:
+                    self._write_blob(message)
+                else:
+                    self._write_queued_event(message)
+        finally:
+            self._written(nbytes)
+
+    def _written(self, nbytes: int) -> None:
+        """A queued job is written: events go at once again when none is left."""
+        with self._queue_lock:
+            self._unwritten -= 1
+            self._queued_bytes -= nbytes
+
+    def _write_queued_event(self, message: dict) -> None:
+        if self._failure is not None:
+            return
+        try:
+            with self._lock:
+                self._write_event(message)
+        except OSError as exc:
+            self._failure = exc
+
+    def _write_blob(self, message: dict) -> None:
+        if self._failure is not None:
+            return   # the connection is gone: drain, so close() does not wait
+        try:
+            parts = frame(message) if type(message.get("data")) is BlobValues else (encode(message),)
+        except (TypeError, ValueError):   # not a blob this channel made: dropped, as JSON cannot hold it
+            return
+        try:
+            with self._writing:   # a frame's header, then its values (not copied to join them)
+                for part in parts:
+                    self._sock.sendall(part)
+        except OSError as exc:
+            self._failure = exc
 
     def _in_order(self, event: dict) -> dict:
         """An event is never earlier than the last one this rank reported. A call that ends in the
@@ -110,7 +185,9 @@ class EventChannel:
         return event
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Write the blobs still queued (for at most `timeout_s`), then close."""
+        """Write what is still queued (for at most `timeout_s`), then close."""
+        with self._queue_lock:
+            self._closed = True
         self._outbox.put(None)
         self._writer.join(timeout_s)
         with self._lock:
@@ -119,3 +196,4 @@ class EventChannel:
             except OSError:
                 pass
             self._sock.close()
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -136,7 +137,46 @@ def _values(tensor: torch.Tensor) -> np.ndarray:
 
 def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:
     """The protocol's tensor preview: name, shape, dtype, stats, a small grid and the blob id."""
-    values = _values(tensor)
+    return _preview(_values(tensor), list(tensor.shape), _dtype(tensor), name, tensor_id, side)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A tensor's values copied at the traced call (float32, C-ordered), with its shape and dtype:
+    what its preview and blob are made of later, on the channel's thread (the caller may change
+    the tensor once the call returns)."""
+
+    values: np.ndarray
+    shape: list
+    dtype: str
+
+
+def copy(tensor: torch.Tensor) -> Copy:
+    t = tensor.detach()
+    if t.dtype == torch.float32 and t.device.type == "cpu":
+        values = t.numpy().copy()                      # C-ordered whatever the tensor's strides
+    else:
+        values = t.float().cpu().contiguous().numpy()  # a new tensor already
+    return Copy(values, list(t.shape), _dtype(t))
+
+
+def preview_of(copied: Copy, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:
+    """`preview` of the tensor as it was copied."""
+    return _preview(copied.values, copied.shape, copied.dtype, name, tensor_id, side)
+
+
+def blob_of(copied: Copy, tensor_id: str) -> dict | None:
+    """`blob` of the tensor as it was copied."""
+    if copied.values.size > MAX_BLOB_ELEMENTS:
+        return None
+    return _blob(copied.values, copied.shape, copied.dtype, tensor_id)
+
+
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+def _preview(values: np.ndarray, shape: list, dtype: str, name: str, tensor_id: str | None, side: int) -> dict:
     numel = values.size
     if numel:
         whole = values.reshape(1, -1) if values.ndim < 2 else values.reshape(-1, values.shape[-1])
@@ -155,8 +195,8 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
         stats = {"min": 0.0, "max": 0.0, "mean": 0.0, "abs_max": 0.0}
     return {
         "name": name,
-        "shape": list(tensor.shape),
-        "dtype": str(tensor.dtype).removeprefix("torch."),
+        "shape": shape,
+        "dtype": dtype,
         "stats": stats,
         "preview": _rounded(grid),
         "exact": numel == grid.size,
@@ -166,15 +206,14 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
 
 def blob(tensor: torch.Tensor, tensor_id: str) -> dict | None:
     """The full tensor, or None when it is too large to keep: its values copied now as float32 bytes
-    (`BlobValues`), which `workers.protocol.encode` writes as base64."""
+    (`BlobValues`), which `workers.protocol.encode` writes raw after a header line (a frame)."""
     if tensor.numel() > MAX_BLOB_ELEMENTS:
         return None
     values = tensor.detach().float().cpu().contiguous().numpy()
+    return _blob(values, list(tensor.shape), _dtype(tensor), tensor_id)
+
+
+def _blob(values: np.ndarray, shape: list, dtype: str, tensor_id: str) -> dict:
     if sys.byteorder != "little":
         values = values.astype("<f4")
-    return {
-        "blob": tensor_id,
-        "shape": list(tensor.shape),
-        "dtype": str(tensor.dtype).removeprefix("torch."),
-        "data": BlobValues(values.tobytes()),
-    }
+    return {"blob": tensor_id, "shape": shape, "dtype": dtype, "data": BlobValues(values.tobytes())}
