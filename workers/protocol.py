@@ -26,6 +26,7 @@ import base64
 import dataclasses
 import functools
 import json
+import re
 from typing import Any, Callable, Literal, Union
 
 VERSION = 2
@@ -85,6 +86,7 @@ class Encoded(dict):
 
 
 _GRID_MARK = "\x00grid"   # a placeholder no message holds: JSON writes it "\u0000grid"
+_GRID_PLACE = re.compile(rb'"\\u0000grid(\d+)"')
 
 
 def encode(message: dict) -> bytes:
@@ -95,8 +97,8 @@ def encode(message: dict) -> bytes:
     if "tensors" in message or "tensor" in message:
         message = _marked(message, grids)
     line = json.dumps(message, separators=(",", ":"), allow_nan=True).encode()
-    for i, grid in enumerate(grids):
-        line = line.replace(b'"\\u0000grid%d"' % i, grid.text, 1)
+    if grids:   # in one pass: a replace per grid rescans the line (500 grids: seconds)
+        line = _GRID_PLACE.sub(lambda place: grids[int(place[1])].text, line)
     return line + b"\n"
 
 

@@ -26,7 +26,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from workers import preview as previews
 from workers.cost_model import bandwidths, wire_bytes
-from workers.protocol import MAX_BLOB_ELEMENTS, MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Encoded, Tensor, encode
+from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Encoded, Tensor, encode
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py"),
@@ -404,15 +404,19 @@ class Tracer:
         line = encode({**event, "tensors": shown})   # grids' text written already: cheap to write whole
         if len(line) <= limit:
             return shown, line
+        stats_only = [{**p, "preview": [], "exact": False} for p in shown]
+        bare = len(encode({**event, "tensors": stats_only}))
+        if bare > limit:    # too many tensors even for their statistics
+            return [], None
+        # a grid's text shrinks at most with its area: the sides that cannot fit are not made
+        while side > 1 and bare + (len(line) - bare) * (side / PREVIEW_SIDE) ** 2 > limit:
+            side //= 2
         while True:
-            if side < PREVIEW_SIDE:
-                shown = make(side)
+            shown = make(side)
             if len(encode({**event, "tensors": shown})) <= limit:
                 return shown, None
-            if side == 1:   # too many tensors for grids: statistics only, or nothing
-                stats_only = [{**p, "preview": [], "exact": False} for p in shown]
-                fits = len(encode({**event, "tensors": stats_only})) <= limit
-                return (stats_only if fits else []), None
+            if side == 1:   # too many tensors for grids: statistics only
+                return [{**p, "preview": [], "exact": False} for p in shown], None
             side //= 2
 
     @staticmethod
