@@ -1,8 +1,9 @@
 # paralab: `make serve` installs and serves; `make test` installs and runs every test.
 PYTHON ?= python3
-# `make test` runs the suite on this many pytest-xdist workers, each module's tests on one worker
-# (tests/conftest.py groups them); 1 runs it in this process, as plain pytest does.
-TEST_WORKERS ?= 1
+# `make test` and `make test-fast` run on this many pytest-xdist workers, each module's tests on one
+# worker (tests/conftest.py groups them); 1 runs them in this process, as plain pytest does.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 
@@ -24,11 +25,11 @@ serve: install
 	$(PYTHON) -m app
 
 test: install-test system-deps
-	$(PYTHON) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+	$(PYTHON) -m pytest -q $(XDIST)
 
 # The loop to run every few minutes: no browser, no sandbox, nothing slow (markers: pyproject.toml).
 test-fast:
-	$(PYTHON) -m pytest -q -m "not browser and not sandbox and not slow"
+	$(PYTHON) -m pytest -q $(XDIST) -m "not browser and not sandbox and not slow"
 
 # Rewrites the README's lesson table from the lessons' titles and summaries.
 readme:
