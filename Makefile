@@ -1,9 +1,12 @@
 # paralab: `make serve` installs and serves; `make test` installs and runs every test.
 PYTHON ?= python3
-# `make test` and `make test-fast` run on this many pytest-xdist workers, each module's tests on one
-# worker (tests/conftest.py groups them); 1 runs them in this process, as plain pytest does.
-TEST_WORKERS ?= 2
-XDIST = $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+# `make test` runs on this many pytest-xdist workers, each module's tests on one worker (tests/conftest.py
+# groups them); 1 runs it in this process, as plain pytest does. Two workers on two idle cores took as
+# long as one process (about 20 min: the work is CPU-bound), so one is the default; the fast loop, whose
+# tests wait more, gains from two.
+TEST_WORKERS ?= 1
+FAST_WORKERS ?= 2
+xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup)
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 
@@ -25,11 +28,11 @@ serve: install
 	$(PYTHON) -m app
 
 test: install-test system-deps
-	$(PYTHON) -m pytest -q $(XDIST)
+	$(PYTHON) -m pytest -q $(call xdist,$(TEST_WORKERS))
 
 # The loop to run every few minutes: no browser, no sandbox, nothing slow (markers: pyproject.toml).
 test-fast:
-	$(PYTHON) -m pytest -q $(XDIST) -m "not browser and not sandbox and not slow"
+	$(PYTHON) -m pytest -q $(call xdist,$(FAST_WORKERS)) -m "not browser and not sandbox and not slow"
 
 # Rewrites the README's lesson table from the lessons' titles and summaries.
 readme:
