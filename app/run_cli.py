@@ -9,6 +9,7 @@ lesson (workers/lessons/script): the server gives each rank torchrun's environme
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -24,6 +25,13 @@ from app.settings import REPO_ROOT, Settings
 FINAL = ("done", "failed", "cancelled")
 EXIT_STATUS = re.compile(r"exited with status (\d+)")
 START_TIMEOUT_S = 180          # torch's import on a busy machine
+
+
+@functools.cache
+def http() -> httpx.Client:
+    """One client for the command's calls: `httpx.get()` builds a TLS context each time (~50 ms of
+    CPU), and the command asks for its run's state five times a second."""
+    return httpx.Client()
 
 
 class CommandError(Exception):
@@ -63,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run = wait(url, run["id"])
     except KeyboardInterrupt:
-        httpx.delete(f"{url}/api/runs/{run['id']}", timeout=10)
+        http().delete(f"{url}/api/runs/{run['id']}", timeout=10)
         print("paralab: cancelled", file=sys.stderr)
         return 130
     report(url, run)
@@ -81,7 +89,7 @@ def read_script(path: Path) -> str:
 
 def is_paralab(url: str) -> bool:
     try:
-        health = httpx.get(f"{url}/healthz", timeout=2).json()
+        health = http().get(f"{url}/healthz", timeout=2).json()
     except (httpx.HTTPError, ValueError):
         return False
     return isinstance(health, dict) and health.get("status") == "ok" and "launcher" in health
@@ -115,7 +123,7 @@ def local_server(port: int) -> str:
 
 def ready(url: str) -> bool:
     try:
-        return httpx.get(f"{url}/healthz", timeout=2).json().get("launcher") == "ready"
+        return http().get(f"{url}/healthz", timeout=2).json().get("launcher") == "ready"
     except (httpx.HTTPError, ValueError):
         return False
 
@@ -126,7 +134,7 @@ def start(url: str, args: argparse.Namespace, source: str) -> dict:
     if args.hang_timeout is not None:
         body["hang_timeout_s"] = args.hang_timeout
     try:
-        response = httpx.post(f"{url}/api/runs", json=body, timeout=30)
+        response = http().post(f"{url}/api/runs", json=body, timeout=30)
     except httpx.HTTPError as exc:
         raise CommandError(f"cannot reach the server at {url}: {exc}") from None
     if response.status_code != 201:
@@ -146,7 +154,7 @@ def refusal(response: httpx.Response) -> str:
 
 def wait(url: str, run_id: str) -> dict:
     while True:
-        run = httpx.get(f"{url}/api/runs/{run_id}", timeout=30).json()
+        run = http().get(f"{url}/api/runs/{run_id}", timeout=30).json()
         if run["status"] in FINAL:
             return run
         time.sleep(0.2)
@@ -154,7 +162,7 @@ def wait(url: str, run_id: str) -> dict:
 
 def report(url: str, run: dict) -> None:
     """Each rank's output (its tail), then how the run ended."""
-    events = httpx.get(f"{url}/api/runs/{run['id']}/events", timeout=30).text.splitlines()
+    events = http().get(f"{url}/api/runs/{run['id']}/events", timeout=30).text.splitlines()
     for event in map(json.loads, events):
         if event.get("kind") == "log" and event.get("level") == "output":
             dropped = f" (the first {event['dropped_bytes']:,} bytes not kept)" if event.get("dropped_bytes") else ""

@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import web
+
 REPO = Path(__file__).resolve().parent.parent
 # argon2's default costs ~0.1–0.3 CPU-s a sign-in: the suite's servers and apps hash with its cheapest
 # parameters (the server warns about it at start); tests/app/test_passwords.py checks the default's rehash.
@@ -141,7 +143,7 @@ class LiveServer:
                     raise PortTaken(self.port)
                 raise RuntimeError(f"server exited: {text}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=1).json().get("launcher") == "ready":
+                if web.get(self.url + "/healthz", timeout=1).json().get("launcher") == "ready":
                     return self
             except httpx.HTTPError:
                 pass
@@ -160,15 +162,15 @@ class LiveServer:
 
     # ---- helpers the tests share ----
     def start_run(self, lesson: str, world_size: int, params: dict | None = None, **extra) -> dict:
-        response = httpx.post(self.url + "/api/runs", timeout=60,     # httpx's 5 s: too short on loaded cores
-                              json={"lesson": lesson, "world_size": world_size, "params": params or {}, **extra})
+        response = web.post(self.url + "/api/runs", timeout=60,     # httpx's 5 s: too short on loaded cores
+                            json={"lesson": lesson, "world_size": world_size, "params": params or {}, **extra})
         assert response.status_code == 201, response.text
         return response.json()
 
     def wait_run(self, run_id: str, timeout: float = 60) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            run = httpx.get(f"{self.url}/api/runs/{run_id}", timeout=60).json()
+            run = web.get(f"{self.url}/api/runs/{run_id}", timeout=60).json()
             if run["status"] in ("done", "failed", "cancelled"):
                 return run
             time.sleep(0.05)

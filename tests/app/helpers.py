@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 from websockets.sync.client import connect
 
+from tests import web
+
 FINAL = ("done", "failed", "cancelled")
 
 
@@ -24,14 +26,14 @@ ANSWER_S = 60
 
 
 def events(server, run_id: str, since: int = 0) -> list[dict]:
-    response = httpx.get(f"{server.url}/api/runs/{run_id}/events", params={"since": since}, timeout=ANSWER_S)
+    response = web.get(f"{server.url}/api/runs/{run_id}/events", params={"since": since}, timeout=ANSWER_S)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/x-ndjson")
     return [json.loads(line) for line in response.text.splitlines()]
 
 
 def run_count(server) -> int:
-    return len(httpx.get(f"{server.url}/api/runs", params={"limit": 1_000_000}, timeout=ANSWER_S).json())
+    return len(web.get(f"{server.url}/api/runs", params={"limit": 1_000_000}, timeout=ANSWER_S).json())
 
 
 def is_final(event: dict) -> bool:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from tests import web
 from tests.app.helpers import client
 from tests.conftest import LiveServer
 
@@ -127,9 +127,9 @@ def _wait_until_none_in_flight(user, timeout: float = 120) -> None:
 
 
 def test_the_lecture_mode_needs_no_account(server):
-    assert httpx.get(server.url + "/api/runs").status_code == 200
-    me = httpx.get(server.url + "/api/auth/me").json()
+    assert web.get(server.url + "/api/runs").status_code == 200
+    me = web.get(server.url + "/api/auth/me").json()
     assert me["auth"] == "off" and me["role"] == "admin"
-    assert httpx.post(server.url + "/api/auth/login", json={"name": "a", "password": "b"}).status_code == 404
-    assert httpx.get(server.url + "/problems").status_code == 200
-    assert "Practice problems" in httpx.get(server.url + "/").text
+    assert web.post(server.url + "/api/auth/login", json={"name": "a", "password": "b"}).status_code == 404
+    assert web.get(server.url + "/problems").status_code == 200
+    assert "Practice problems" in web.get(server.url + "/").text

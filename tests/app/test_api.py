@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import RunProcesses, run_count
 
 
 def test_healthz(server):
-    response = httpx.get(f"{server.url}/healthz")
+    response = web.get(f"{server.url}/healthz")
     assert response.status_code == 200
     health = response.json()
     assert health["status"] == "ok"
@@ -22,7 +22,7 @@ def test_healthz(server):
 
 
 def test_lessons_list_their_params_schema_and_world_sizes(server):
-    response = httpx.get(f"{server.url}/api/lessons")
+    response = web.get(f"{server.url}/api/lessons")
     assert response.status_code == 200
     lessons = {lesson["id"]: lesson for lesson in response.json()}
     assert {"tp_mlp", "sp_mlp"} <= lessons.keys()
@@ -42,11 +42,11 @@ def test_lessons_list_their_params_schema_and_world_sizes(server):
 
 
 def test_lesson_detail_shows_its_sources(server):
-    lesson = httpx.get(f"{server.url}/api/lessons/tp_mlp").json()
+    lesson = web.get(f"{server.url}/api/lessons/tp_mlp").json()
     paths = [s["path"] for s in lesson["sources"]]
     assert paths == ["workers/lessons/tp_mlp/program.py", "workers/lessons/mlp_block.py"]
     assert "class CopyToTensorParallel" in lesson["sources"][0]["text"]
-    missing = httpx.get(f"{server.url}/api/lessons/no_such_lesson")
+    missing = web.get(f"{server.url}/api/lessons/no_such_lesson")
     assert missing.status_code == 404
     assert "no_such_lesson" in missing.json()["detail"] and "tp_mlp" in missing.json()["detail"]
 
@@ -81,7 +81,7 @@ BAD_BODIES = [
 def test_bad_run_request_is_a_422_naming_the_field_and_starts_nothing(server, body, loc, says):
     before = run_count(server)
     with RunProcesses(server) as procs:
-        response = httpx.post(f"{server.url}/api/runs", json=body)
+        response = web.post(f"{server.url}/api/runs", json=body)
         time.sleep(0.05)
     assert response.status_code == 422, response.text
     errors = response.json()["detail"]
@@ -91,8 +91,8 @@ def test_bad_run_request_is_a_422_naming_the_field_and_starts_nothing(server, bo
 
 
 def test_both_bad_dimensions_are_named_at_once(server):
-    response = httpx.post(f"{server.url}/api/runs",
-                          json={"lesson": "sp_mlp", "world_size": 4, "params": {"seq_len": 6, "ffn": 30}})
+    response = web.post(f"{server.url}/api/runs",
+                        json={"lesson": "sp_mlp", "world_size": 4, "params": {"seq_len": 6, "ffn": 30}})
     assert response.status_code == 422
     assert sorted(e["loc"][-1] for e in response.json()["detail"]) == ["ffn", "seq_len"]
 
@@ -100,7 +100,7 @@ def test_both_bad_dimensions_are_named_at_once(server):
 @pytest.mark.parametrize("content", [b"{not json", b"", b'["tp_mlp", 2]', b"null"])
 def test_malformed_body_is_a_422(server, content):
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs", content=content, headers={"content-type": "application/json"})
+    response = web.post(f"{server.url}/api/runs", content=content, headers={"content-type": "application/json"})
     assert response.status_code == 422, response.text
     assert response.json()["detail"]
     assert run_count(server) == before
@@ -108,7 +108,7 @@ def test_malformed_body_is_a_422(server, content):
 
 def test_world_size_beyond_max_ranks(limited_server):
     before = run_count(limited_server)
-    response = httpx.post(f"{limited_server.url}/api/runs", json={"lesson": "tp_mlp", "world_size": 4})
+    response = web.post(f"{limited_server.url}/api/runs", json={"lesson": "tp_mlp", "world_size": 4})
     assert response.status_code == 422
     [error] = response.json()["detail"]
     assert error["loc"] == ["body", "world_size"]
@@ -125,6 +125,6 @@ def test_world_size_beyond_max_ranks(limited_server):
 ])
 @pytest.mark.parametrize("run_id", ["0123456789ab", "not-a-run", "a.b", "x" * 65])
 def test_unknown_run_is_a_404(server, method, path, run_id):
-    response = httpx.request(method, server.url + path.format(id=run_id))
+    response = web.request(method, server.url + path.format(id=run_id))
     assert response.status_code == 404, response.text
     assert "no run" in response.json()["detail"]

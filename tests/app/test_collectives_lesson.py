@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
+from tests import web
 from tests.app.helpers import run_all, run_count
 from workers.cost_model import predict
 
@@ -143,7 +144,7 @@ def after_values(server, run_id: str, event: dict) -> np.ndarray:
     tensor = event["tensor"]
     if tensor["exact"]:
         return np.array(tensor["preview"][0], dtype=np.float64)
-    full = httpx.get(f"{server.url}/api/runs/{run_id}/tensors/{tensor['id']}")
+    full = web.get(f"{server.url}/api/runs/{run_id}/tensors/{tensor['id']}")
     assert full.status_code == 200, full.text
     return np.array(full.json()["values"], dtype=np.float64)
 
@@ -386,7 +387,7 @@ def test_the_sweep_times_the_collective_against_the_alpha_beta_model(finished, c
 # ---- bad input -------------------------------------------------------------------------------------
 
 def post(server, world: int, params: dict) -> httpx.Response:
-    return httpx.post(f"{server.url}/api/runs", json={"lesson": "collectives", "world_size": world, "params": params})
+    return web.post(f"{server.url}/api/runs", json={"lesson": "collectives", "world_size": world, "params": params})
 
 
 @pytest.mark.parametrize("op, world, size", [("reduce_scatter", 4, 6), ("all_to_all", 3, 4), ("scatter", 8, 12),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests import web
 from tests.app.helpers import run_all
 
 RUNS = {
@@ -88,8 +89,7 @@ def test_ulysses_sends_what_its_all_to_alls_carry(finished):
     (2, {"method": "ulysses", "mistake": "average_blocks"}, "mistake", "choose method=ring"),
 ])
 def test_a_split_that_cannot_work_is_refused_naming_the_field(server, world, params, field, words):
-    import httpx
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "context_parallel", "world_size": world, "params": params})
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "context_parallel", "world_size": world, "params": params})
     assert response.status_code == 422
     detail = response.json()["detail"][0]
     assert detail["loc"][-1] == field and words in detail["msg"], detail

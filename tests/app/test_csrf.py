@@ -14,6 +14,7 @@ from websockets.sync.client import connect
 
 from app.csrf import cross_site_refusal
 from starlette.datastructures import Headers
+from tests import web
 from tests.conftest import LiveServer
 
 EVIL = "http://evil.example"
@@ -60,8 +61,8 @@ def test_the_same_host_no_origin_and_no_session_cookie_pass(lab, admin):
                          headers={"Origin": "https://lab.example", "X-Forwarded-Host": "lab.example"})
     assert proxied.status_code == 201
     assert {"same", "referer", "plain", "proxied"} <= set(classes(admin))
-    stranger = httpx.post(lab.url + "/api/auth/login", json={"name": "admin", "password": "admin-secret-1"},
-                          headers={"Origin": lab.url})
+    stranger = web.post(lab.url + "/api/auth/login", json={"name": "admin", "password": "admin-secret-1"},
+                        headers={"Origin": lab.url})
     assert stranger.status_code == 200                       # no session cookie, from the lab's own page
 
 
@@ -69,7 +70,7 @@ def test_a_sign_in_from_another_site_is_refused_without_a_session_too(lab):
     """Login CSRF: another site must not sign a visitor in to an account of its choosing."""
     for path, body in (("/api/auth/login", {"name": "admin", "password": "admin-secret-1"}),
                        ("/api/auth/signup", {"code": "X", "name": "mallory", "password": "mallory-pass"})):
-        refused = httpx.post(lab.url + path, json=body, headers={"Origin": EVIL})
+        refused = web.post(lab.url + path, json=body, headers={"Origin": EVIL})
         assert refused.status_code == 403 and "cross-site request refused" in refused.json()["detail"]
         assert "set-cookie" not in refused.headers
 
@@ -94,6 +95,6 @@ def test_hosts_are_compared_without_default_ports():
 
 def test_the_lecture_mode_refuses_other_pages_with_or_without_a_cookie(server):
     """It has no sessions, but runs code as its user: another page may change nothing (app/local_origin.py)."""
-    response = httpx.post(server.url + "/api/auth/logout", headers={"Origin": EVIL, "Cookie": "paralab_session=x"})
+    response = web.post(server.url + "/api/auth/logout", headers={"Origin": EVIL, "Cookie": "paralab_session=x"})
     assert response.status_code == 403 and "comes from another web page" in response.json()["detail"]
-    assert httpx.post(server.url + "/api/auth/logout", headers={"Origin": server.url}).status_code == 200
+    assert web.post(server.url + "/api/auth/logout", headers={"Origin": server.url}).status_code == 200

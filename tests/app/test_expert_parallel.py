@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import re
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import of_rank, run_all, run_count
 
 DEFAULTS = {"experts": 2, "top_k": 2, "tokens": 8, "hidden": 8, "capacity_factor": 1.25}
@@ -160,8 +160,8 @@ def test_a_capacity_large_enough_drops_nothing(finished):
 
 def refused(server, world: int, params: dict) -> dict:
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs",
-                          json={"lesson": "expert_parallel", "world_size": world, "params": params})
+    response = web.post(f"{server.url}/api/runs",
+                        json={"lesson": "expert_parallel", "world_size": world, "params": params})
     assert response.status_code == 422, response.text
     assert run_count(server) == before                                   # nothing started
     return {tuple(e["loc"]): e["msg"] for e in response.json()["detail"]}

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 
 from app.routes.export import self_contained
+from tests import web
 
 
 def test_an_exported_run_needs_nothing_from_the_server(server):
     run = server.run("tp_mlp", 2)
-    response = httpx.get(f"{server.url}/api/runs/{run['id']}/export.html")
+    response = web.get(f"{server.url}/api/runs/{run['id']}/export.html")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert response.headers["content-disposition"] == f'attachment; filename="paralab-tp_mlp-{run["id"]}.html"'
@@ -29,9 +29,9 @@ def test_an_exported_run_needs_nothing_from_the_server(server):
     assert recording["lesson"]["sources"] and recording["lesson"]["explanations"]["en"]
     assert 'data-host="offline"' in html
 
-    inline = httpx.get(f"{server.url}/api/runs/{run['id']}/export.html?download=false")
+    inline = web.get(f"{server.url}/api/runs/{run['id']}/export.html?download=false")
     assert inline.headers["content-disposition"].startswith("inline")
-    assert httpx.get(f"{server.url}/api/runs/nope/export.html").status_code == 404
+    assert web.get(f"{server.url}/api/runs/nope/export.html").status_code == 404
 
 
 def test_the_recording_cannot_close_its_script():
@@ -43,11 +43,11 @@ def test_the_recording_cannot_close_its_script():
 
 
 def test_room_page_addresses(server):
-    code = httpx.post(f"{server.url}/api/rooms").json()["code"]
-    loose = httpx.get(f"{server.url}/rooms/{code[:4].lower()}-{code[4:].lower()}")
+    code = web.post(f"{server.url}/api/rooms").json()["code"]
+    loose = web.get(f"{server.url}/rooms/{code[:4].lower()}-{code[4:].lower()}")
     assert loose.status_code == 307 and loose.headers["location"].endswith(f"/rooms/{code}")
-    page = httpx.get(f"{server.url}/rooms/{code}")
+    page = web.get(f"{server.url}/rooms/{code}")
     assert page.status_code == 200 and 'data-host="room"' in page.text and f'data-room="{code}"' in page.text
-    missing = httpx.get(f"{server.url}/rooms/ZZZZ-ZZZ2")
+    missing = web.get(f"{server.url}/rooms/ZZZZ-ZZZ2")
     assert missing.status_code == 404
     assert "No room ZZZZ-ZZZ2: unknown or expired code" in missing.text

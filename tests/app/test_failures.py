@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import RunProcesses, events, is_final, ws_connect, ws_receive, ws_until_final, wait_for
 
 CRASH_PROGRAM = Path(__file__).resolve().parents[1] / "lessons_extra" / "crash" / "program.py"
@@ -79,7 +79,7 @@ def test_cancel_by_delete(server):
         run = server.start_run("crash", 2, {"how": "hang", "rank": 1})
         _wait_running(server, run["id"], 2)
         assert len(procs.left_behind(timeout=0)) == 3             # the watch sees the live supervisor and ranks
-        response = httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        response = web.delete(f"{server.url}/api/runs/{run['id']}")
         assert response.status_code == 200
         assert response.json()["status"] == "cancelled"
         assert response.json()["error"]["kind"] == "cancelled"
@@ -110,7 +110,7 @@ def test_cancel_while_queued_or_starting(server):
     """Cancelled straight after creation, before or while its ranks start."""
     with RunProcesses(server) as procs:
         run = server.start_run("crash", 2, {"how": "hang"})
-        response = httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        response = web.delete(f"{server.url}/api/runs/{run['id']}")
         assert response.json()["status"] == "cancelled"
         time.sleep(0.5)                                                 # a launch in flight must not revive it
     assert procs.left_behind() == []
@@ -143,9 +143,9 @@ def test_bad_control_messages_get_an_error_and_the_run_goes_on(server):
                                ('{"op": "explode"}', "explode"), ("x" * 5000, "too large")]:
                 ws.send(text)
                 assert says in ws_receive(ws)["error"]
-        assert httpx.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
+        assert web.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
     finally:
-        httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        web.delete(f"{server.url}/api/runs/{run['id']}")
 
 
 def test_runs_queue_beyond_the_concurrency_limit_and_a_full_queue_is_a_503(limited_server):
@@ -159,11 +159,11 @@ def test_runs_queue_beyond_the_concurrency_limit_and_a_full_queue_is_a_503(limit
         queued = server.start_run("crash", 1, {"how": "none"})
         assert queued["status"] == "queued"
         assert [(e["kind"], e["status"], e["position"]) for e in events(server, queued["id"])] == [("run", "queued", 1)]
-        full = httpx.post(f"{server.url}/api/runs", json={"lesson": "tp_mlp", "world_size": 1})
+        full = web.post(f"{server.url}/api/runs", json={"lesson": "tp_mlp", "world_size": 1})
         assert full.status_code == 503
         assert "queued" in full.json()["detail"]
         time.sleep(0.3)
-        assert httpx.get(f"{server.url}/api/runs/{queued['id']}").json()["status"] == "queued"
-        httpx.delete(f"{server.url}/api/runs/{running['id']}")
+        assert web.get(f"{server.url}/api/runs/{queued['id']}").json()["status"] == "queued"
+        web.delete(f"{server.url}/api/runs/{running['id']}")
         assert server.wait_run(queued["id"], timeout=10)["status"] == "done"   # its turn came
     assert procs.left_behind() == []

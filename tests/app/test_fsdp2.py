@@ -7,9 +7,9 @@ prefetch asks for the next layer before this one computes; a rank-seeded init fa
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import of_rank, run_all
 
 pytestmark = pytest.mark.timeout(300)   # the module's runs, two at a time: about 100 s on the loaded 2-core machine
@@ -179,7 +179,7 @@ def test_prefetch_gathers_the_next_layer_before_this_one_computes(finished):
 
 
 def test_a_hidden_size_the_ranks_cannot_split_is_refused(server):
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "fsdp2", "world_size": 3, "params": {"hidden": 16}})
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "fsdp2", "world_size": 3, "params": {"hidden": 16}})
     assert response.status_code == 422, response.text
     [error] = response.json()["detail"]
     assert error["loc"] == ["body", "params", "hidden"]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from app.flight_recorder import ranks_phrase
+from tests import web
 from tests.app.helpers import RunProcesses, descendants, events, is_final, launcher_pid, processes, ws_connect
 from tests.app.test_step_mode import Stepper
 
@@ -43,12 +43,12 @@ def hung(server) -> dict[str, dict]:
                 started[bug] = (run["id"], t0)
             while len(started) > 0:
                 for bug, (run_id, t0) in list(started.items()):
-                    run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
+                    run = web.get(f"{server.url}/api/runs/{run_id}").json()
                     if run["status"] in ("done", "failed", "cancelled"):
                         results[bug] = {"run": run, "elapsed": time.monotonic() - t0}
                         del started[bug]
                     elif time.monotonic() - t0 > 30:
-                        httpx.delete(f"{server.url}/api/runs/{run_id}")
+                        web.delete(f"{server.url}/api/runs/{run_id}")
                         raise AssertionError(f"{bug} was never reported")
                 time.sleep(0.02)
         results["left_behind"] = procs.left_behind()
@@ -213,10 +213,10 @@ def test_a_step_run_waiting_at_a_gate_is_not_hung(server_factory, tmp_path):
                 time.sleep(max(0.0, 2.5 - (time.monotonic() - t0)))
                 came = s.quiet_for(0.1)
                 assert not [e for e in came if e.get("kind") == "run"], came
-                run = httpx.get(f"{live.url}/api/runs/{stepped['id']}").json()
+                run = web.get(f"{live.url}/api/runs/{stepped['id']}").json()
                 assert (run["status"], run["error"]) == ("running", None)
         finally:
-            cancelled = httpx.delete(f"{live.url}/api/runs/{stepped['id']}").json()
+            cancelled = web.delete(f"{live.url}/api/runs/{stepped['id']}").json()
         assert cancelled["status"] == "cancelled"
         assert cancelled["error"]["kind"] == "cancelled"
         timed_out = live.wait_run(forgotten["id"], timeout=15)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
 import pytest
 
 from app.launcher import Launcher, LauncherError
+from tests import web
 from tests.app.helpers import RunProcesses, is_final, events
 from workers.lessons import LESSONS
 
@@ -71,23 +71,23 @@ def test_the_schema_walk_finds_an_unbounded_field():
     (b'{"lesson":"tp_mlp","world_size":2,"stepp":true}', ["body", "stepp"]),
 ])
 def test_hostile_run_requests_get_a_422_naming_the_field(server, body, loc):
-    response = httpx.post(f"{server.url}/api/runs", content=body, headers={"content-type": "application/json"})
+    response = web.post(f"{server.url}/api/runs", content=body, headers={"content-type": "application/json"})
     assert response.status_code == 422, response.text
     assert loc in [error["loc"] for error in response.json()["detail"]], response.text
 
 
 def test_an_over_long_or_odd_language_is_refused(server):
     for lang in ("x" * 5000, "../../../README"):
-        response = httpx.get(f"{server.url}/api/lessons/tp_mlp", params={"lang": lang})
+        response = web.get(f"{server.url}/api/lessons/tp_mlp", params={"lang": lang})
         assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", "lang"]
-    assert httpx.get(f"{server.url}/api/lessons/tp_mlp", params={"lang": "zh"}).status_code == 200
+    assert web.get(f"{server.url}/api/lessons/tp_mlp", params={"lang": "zh"}).status_code == 200
 
 
 def test_after_hostile_requests_a_pipeline_run_still_starts_and_is_checked_by_the_launcher(server):
     """The launcher's own check (torch's schedules) answers this request, not an earlier one's."""
     for _ in range(3):
-        httpx.post(f"{server.url}/api/runs", json={"lesson": "pp", "world_size": 2, "params": {"schedule": "y" * 32}})
-    wrong = httpx.post(f"{server.url}/api/runs", json={"lesson": "pp", "world_size": 2, "params": {"schedule": "Nope"}})
+        web.post(f"{server.url}/api/runs", json={"lesson": "pp", "world_size": 2, "params": {"schedule": "y" * 32}})
+    wrong = web.post(f"{server.url}/api/runs", json={"lesson": "pp", "world_size": 2, "params": {"schedule": "Nope"}})
     assert wrong.status_code == 422 and wrong.json()["detail"][0]["loc"] == ["body", "params", "schedule"]
     assert "Nope" in wrong.json()["detail"][0]["msg"]
     run = server.run("pp", 2, {"schedule": "gpipe", "microbatches": 2, "delay_ms": 0})
@@ -127,7 +127,7 @@ def test_delete_stops_every_rank_of_the_run(server, when):
             while not any(e["kind"] == "compute" for e in events(server, run["id"])):
                 assert time.monotonic() < deadline, "the run never computed"
                 time.sleep(0.05)
-        response = httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        response = web.delete(f"{server.url}/api/runs/{run['id']}")
         assert response.json()["status"] == "cancelled"
         time.sleep(0.5)                              # a launch in flight must not outlive the cancel
     assert procs.left_behind() == []
@@ -138,7 +138,7 @@ def test_delete_stops_every_rank_of_the_run(server, when):
 def test_a_solution_nested_too_deeply_to_parse_is_refused_with_the_reason(server):
     """The judge's `ast.parse` would raise RecursionError on it (a 500 before)."""
     code = "def f():\n    return " + "-" * 60_000 + "1\n"
-    response = httpx.post(f"{server.url}/api/problems/ring_allreduce/judge", json={"code": code}, timeout=60)
+    response = web.post(f"{server.url}/api/problems/ring_allreduce/judge", json={"code": code}, timeout=60)
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "refused" and "nested too deeply" in response.json()["reason"]
-    assert httpx.get(f"{server.url}/healthz").json()["status"] == "ok"
+    assert web.get(f"{server.url}/healthz").json()["status"] == "ok"

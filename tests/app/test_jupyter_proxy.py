@@ -21,6 +21,7 @@ from starlette.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from tests import web
 from tests.app.prefix_proxy import PrefixProxy
 from tests.conftest import free_port
 
@@ -58,7 +59,7 @@ def started(config, tmp_path_factory):
     while True:                          # jupyter-server-proxy's readiness: any HTTP answer on the port
         assert process.poll() is None, log_path.read_text()[-2000:]
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
+            if web.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
                 break
         except httpx.TransportError:
             pass
@@ -83,7 +84,7 @@ def test_the_entry_point_describes_a_server_jupyter_server_proxy_can_start(confi
 
 @pytest.mark.slow                    # the package's metadata built, a server of its own
 def test_its_index_answers_on_the_port_with_every_link_under_the_path(started):
-    page = httpx.get(f"http://127.0.0.1:{started}/").text
+    page = web.get(f"http://127.0.0.1:{started}/").text
     assert f'data-root="{PREFIX}"' in page
     assert f'"paralab/": "{PREFIX}/static/js/"' in page                   # the modules' import map
     links = re.findall(r'(?:href|src)="(/[^"]*)"', page)
@@ -94,13 +95,13 @@ def test_its_index_answers_on_the_port_with_every_link_under_the_path(started):
 @pytest.mark.slow                    # the package's metadata built, a server of its own
 def test_through_the_prefix_the_page_its_files_and_the_api_answer(started):
     with PrefixProxy(PREFIX, started) as proxy:
-        page = httpx.get(proxy.url + "/")
+        page = web.get(proxy.url + "/")
         assert page.status_code == 200 and f'data-root="{PREFIX}"' in page.text
         origin = proxy.url[: -len(PREFIX)]
         for link in set(re.findall(r'(?:href|src)="(/[^"]*)"', page.text)):
-            assert httpx.get(origin + link).status_code == 200, link
-        assert httpx.get(proxy.url + "/static/js/root.js").status_code == 200
-        lessons = httpx.get(proxy.url + "/api/lessons").json()
+            assert web.get(origin + link).status_code == 200, link
+        assert web.get(proxy.url + "/static/js/root.js").status_code == 200
+        lessons = web.get(proxy.url + "/api/lessons").json()
         assert any(lesson["id"] == "collectives" for lesson in lessons)
 
 

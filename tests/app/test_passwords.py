@@ -9,10 +9,10 @@ import sqlite3
 import time
 from contextlib import closing
 
-import httpx
 import pytest
 
 from app.accounts import Accounts
+from tests import web
 from tests.app.helpers import client
 from tests.conftest import LiveServer
 
@@ -31,7 +31,7 @@ def lab(tmp_path_factory):
 
 
 def signs_in(live: LiveServer, name: str, password: str) -> bool:
-    return httpx.post(live.url + "/api/auth/login", json={"name": name, "password": password}).status_code == 200
+    return web.post(live.url + "/api/auth/login", json={"name": name, "password": password}).status_code == 200
 
 
 def test_a_user_changes_their_password_and_their_other_sessions_end(lab):

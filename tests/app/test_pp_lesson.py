@@ -19,6 +19,7 @@ import time
 import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import FINAL, events, run_count
 
 P, M = 4, 8
@@ -35,7 +36,7 @@ def stages_per_rank(schedule: str) -> int:
 
 
 def schedule_names(server) -> list[str]:
-    schema = httpx.get(f"{server.url}/api/lessons/pp").json()["params"]["properties"]["schedule"]
+    schema = web.get(f"{server.url}/api/lessons/pp").json()["params"]["properties"]["schedule"]
     return schema["enum"]
 
 
@@ -111,7 +112,7 @@ def finished(server, names) -> dict[str, dict]:
     results = run_all(server, list(specs.values()))
     out = dict(zip(specs, results))
     for key, result in out.items():
-        result["schedule"] = httpx.get(f"{server.url}/api/runs/{result['run']['id']}/schedule")
+        result["schedule"] = web.get(f"{server.url}/api/runs/{result['run']['id']}/schedule")
     return out
 
 
@@ -267,7 +268,7 @@ def test_every_send_and_recv_names_its_peer(finished, name):
 
 @pytest.mark.parametrize("name", ["1f1b", "Interleaved1F1B", "DualPipeV"])
 def test_trace_has_compute_and_send_recv_lanes_and_a_flow_per_message(server, finished, name):
-    response = httpx.get(f"{server.url}/api/runs/{finished[name]['run']['id']}/trace.json")
+    response = web.get(f"{server.url}/api/runs/{finished[name]['run']['id']}/trace.json")
     assert response.status_code == 200
     trace = response.json()["traceEvents"]
     lanes = {(e["pid"], e["args"]["name"]): e["tid"] for e in trace if e["ph"] == "M" and e["name"] == "thread_name"}
@@ -364,7 +365,7 @@ def test_measured_bubble_is_the_formulas(server, schedule):
 ])
 def test_invalid_combinations_get_a_422_naming_the_rule(server, params, field, words):
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "pp", "world_size": P, "params": params})
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "pp", "world_size": P, "params": params})
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
     assert [d["loc"] for d in detail] == [["body", "params", field]], detail
@@ -376,4 +377,4 @@ def test_schedule_is_404_for_other_lessons_and_unknown_runs(server, finished):
     assert finished["tp_mlp"]["run"]["status"] == "done"
     response = finished["tp_mlp"]["schedule"]
     assert response.status_code == 404 and "not a pipeline run" in response.json()["detail"]
-    assert httpx.get(f"{server.url}/api/runs/no-such-run/schedule").status_code == 404
+    assert web.get(f"{server.url}/api/runs/no-such-run/schedule").status_code == 404

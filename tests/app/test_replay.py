@@ -7,13 +7,13 @@ launcher's warm-up."""
 
 from __future__ import annotations
 
-import httpx
 
+from tests import web
 from tests.app.helpers import RunProcesses, events, is_final, wait_for, ws_connect, ws_until_final
 
 
 def _state(server, run_id: str) -> dict:
-    response = httpx.get(f"{server.url}/api/runs/{run_id}")
+    response = web.get(f"{server.url}/api/runs/{run_id}")
     assert response.status_code == 200
     return response.json()
 
@@ -35,8 +35,8 @@ def test_runs_replay_after_a_clean_stop_and_after_the_server_dies(server_factory
     wait_for(lambda: _state(first, in_flight["id"])["status"] == "running")
     before = {run["id"]: (_state(first, run["id"]), events(first, run["id"])) for run in (done, crashed)}
     tensor_id = next(e["tensor"]["id"] for e in before[done["id"]][1] if e["kind"] == "tensor")
-    tensor = httpx.get(f"{first.url}/api/runs/{done['id']}/tensors/{tensor_id}").json()
-    trace = httpx.get(f"{first.url}/api/runs/{done['id']}/trace.json").json()
+    tensor = web.get(f"{first.url}/api/runs/{done['id']}/tensors/{tensor_id}").json()
+    trace = web.get(f"{first.url}/api/runs/{done['id']}/trace.json").json()
     first.stop()
 
     # ---- the second replays them as they were ----
@@ -44,9 +44,9 @@ def test_runs_replay_after_a_clean_stop_and_after_the_server_dies(server_factory
     for run_id, (state, recorded) in before.items():
         assert _state(second, run_id) == state
         _replays_exactly(second, run_id, recorded)
-    assert httpx.get(f"{second.url}/api/runs/{done['id']}/tensors/{tensor_id}").json() == tensor
-    assert httpx.get(f"{second.url}/api/runs/{done['id']}/trace.json").json() == trace
-    listed = {r["id"]: r["status"] for r in httpx.get(f"{second.url}/api/runs").json()}
+    assert web.get(f"{second.url}/api/runs/{done['id']}/tensors/{tensor_id}").json() == tensor
+    assert web.get(f"{second.url}/api/runs/{done['id']}/trace.json").json() == trace
+    listed = {r["id"]: r["status"] for r in web.get(f"{second.url}/api/runs").json()}
     assert listed == {done["id"]: "done", crashed["id"]: "failed", in_flight["id"]: "cancelled"}
 
     stopped = _state(second, in_flight["id"])            # the clean stop ended it, and said why
@@ -56,7 +56,7 @@ def test_runs_replay_after_a_clean_stop_and_after_the_server_dies(server_factory
     assert replay[-1]["status"] == "cancelled"
     assert [e["seq"] for e in replay] == list(range(1, len(replay) + 1))
     _replays_exactly(second, in_flight["id"], replay)
-    assert httpx.delete(f"{second.url}/api/runs/{in_flight['id']}").json()["status"] == "cancelled"
+    assert web.delete(f"{second.url}/api/runs/{in_flight['id']}").json()["status"] == "cancelled"
 
     # ---- the second server dies (SIGKILL, no shutdown at all) with a run in flight ----
     with RunProcesses(second) as procs:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-import httpx
 import numpy as np
 import pytest
 
+from tests import web
 from tests.app.helpers import of_rank, run_all, run_count
 
 WORLDS = (2, 3, 4, 8)
@@ -164,7 +164,7 @@ def test_step_metrics_count_rank_0s_sends_for_each_algorithm_that_ran(finished, 
 @pytest.mark.parametrize("world", [3, 5, 6, 12])
 def test_recursive_doubling_needs_a_power_of_two(server, world):
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "ring_allreduce", "world_size": world,
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "ring_allreduce", "world_size": world,
                                                           "params": {"algorithm": "recursive_doubling"}})
     assert response.status_code == 422, response.text
     [error] = response.json()["detail"]
@@ -175,7 +175,7 @@ def test_recursive_doubling_needs_a_power_of_two(server, world):
 
 def test_a_size_the_ring_cannot_cut_is_refused(server):
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "ring_allreduce", "world_size": 4,
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "ring_allreduce", "world_size": 4,
                                                           "params": {"size": 10}})
     assert response.status_code == 422, response.text
     [error] = response.json()["detail"]

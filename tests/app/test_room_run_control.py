@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
 from websockets.sync.client import connect
 
+from tests import web
 from tests.app.helpers import RunProcesses, ws_connect, ws_receive
 from tests.app.room_client import RoomClient, close_all, new_room, run_events, until_waiting
 
@@ -33,7 +33,7 @@ def _presenter_starts_a_step_run(server) -> tuple[dict, str]:
 
 
 def _status(server, run_id: str) -> str:
-    return httpx.get(f"{server.url}/api/runs/{run_id}").json()["status"]
+    return web.get(f"{server.url}/api/runs/{run_id}").json()["status"]
 
 
 def test_a_rooms_run_refuses_a_students_controls_and_obeys_the_secret(server):
@@ -41,9 +41,9 @@ def test_a_rooms_run_refuses_a_students_controls_and_obeys_the_secret(server):
         room, run_id = _presenter_starts_a_step_run(server)
         events_before = len(asyncio.run(run_events(server, run_id)))
 
-        refused = httpx.delete(f"{server.url}/api/runs/{run_id}")
+        refused = web.delete(f"{server.url}/api/runs/{run_id}")
         assert refused.status_code == 403 and "only its presenter" in refused.json()["detail"]
-        wrong = httpx.delete(f"{server.url}/api/runs/{run_id}", params={"secret": "guessed"})
+        wrong = web.delete(f"{server.url}/api/runs/{run_id}", params={"secret": "guessed"})
         assert wrong.status_code == 403
         with ws_connect(server, run_id, since=10_000) as ws:
             for control in CONTROLS:
@@ -52,7 +52,7 @@ def test_a_rooms_run_refuses_a_students_controls_and_obeys_the_secret(server):
         assert _status(server, run_id) == "running"
         assert len(asyncio.run(run_events(server, run_id))) == events_before     # no rank was released
 
-        allowed = httpx.delete(f"{server.url}/api/runs/{run_id}", params={"secret": room["secret"]})
+        allowed = web.delete(f"{server.url}/api/runs/{run_id}", params={"secret": room["secret"]})
         assert allowed.status_code == 200 and allowed.json()["status"] == "cancelled"
     assert procs.left_behind() == []
 

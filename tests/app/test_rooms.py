@@ -18,6 +18,7 @@ from app.rooms import RoomManager
 from app.routes.rooms import _follow_room, _send
 from app.runs import RunManager
 from app.settings import Settings
+from tests import web
 from tests.app.room_client import (RoomClient, StalledFollower, close_all, is_event, is_state, new_room,
                                    room_state, run_count, run_events, until_waiting)
 from tests.app.helpers import RecordingSocket, until
@@ -44,7 +45,7 @@ async def presenter_runs(presenter: RoomClient, **body) -> str:
 def test_a_new_room_has_a_short_readable_code_and_an_unguessable_secret(server):
     bodies = []
     for _ in range(30):
-        response = httpx.post(f"{server.url}/api/rooms")
+        response = web.post(f"{server.url}/api/rooms")
         assert response.status_code == 201, response.text
         bodies.append(response.json())
     for body in bodies:
@@ -60,18 +61,18 @@ def test_a_new_room_has_a_short_readable_code_and_an_unguessable_secret(server):
 
 
 def test_a_room_reads_the_same_by_any_case_or_dashes_and_never_shows_its_secret(server):
-    room = httpx.post(f"{server.url}/api/rooms").json()
+    room = web.post(f"{server.url}/api/rooms").json()
     code, secret = room["code"], room["secret"]
     state = {"type": "state", "code": code, "run": None, "cursor": 0, "view": {}, "followers": 0}
     for spelling in (code, code.lower(), f"{code[:4]}-{code[4:]}", f"{code[:4].lower()}-{code[4:]}"):
-        response = httpx.get(f"{server.url}/api/rooms/{spelling}")
+        response = web.get(f"{server.url}/api/rooms/{spelling}")
         assert response.status_code == 200, response.text
         assert response.json() == state
         assert secret not in response.text
-    qr = httpx.get(f"{server.url}/api/rooms/{code.lower()}/qr.svg")
+    qr = web.get(f"{server.url}/api/rooms/{code.lower()}/qr.svg")
     assert qr.status_code == 200 and qr.headers["content-type"].startswith("image/svg+xml")
     assert "<svg" in qr.text and code in qr.text and secret not in qr.text
-    page = httpx.get(f"{server.url}/rooms/{code}")
+    page = web.get(f"{server.url}/rooms/{code}")
     assert page.status_code == 200 and secret not in page.text
 
     async def scenario():
@@ -92,9 +93,9 @@ def test_a_room_reads_the_same_by_any_case_or_dashes_and_never_shows_its_secret(
 @pytest.mark.parametrize("code", ["ZZZZZZZZ", "nope", "ABCD-EFG", "A" * 200])
 def test_an_unknown_room_code_is_refused_everywhere(server, code):
     for path in (f"/api/rooms/{code}", f"/api/rooms/{code}/qr.svg", f"/rooms/{code}"):
-        response = httpx.get(server.url + path)
+        response = web.get(server.url + path)
         assert response.status_code == 404, path
-    assert "unknown or expired" in httpx.get(f"{server.url}/api/rooms/{code}").json()["detail"]
+    assert "unknown or expired" in web.get(f"{server.url}/api/rooms/{code}").json()["detail"]
 
     async def scenario():
         for query in ({}, {"secret": "anything"}):

@@ -12,9 +12,9 @@ import subprocess
 import sys
 import textwrap
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import ws_connect
 from tests.conftest import REPO, free_port
 
@@ -48,8 +48,8 @@ def test_a_script_runs_on_n_ranks_with_its_arguments_and_the_page_is_printed(ser
     done = paralab_run(path, "-n", "3", "--server", server.url, "--", "--epochs", "2")
     assert done.returncode == 0, done.stderr
     url, run_id = PAGE.search(done.stdout).groups()
-    assert httpx.get(url).status_code == 200
-    run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
+    assert web.get(url).status_code == 200
+    run = web.get(f"{server.url}/api/runs/{run_id}").json()
     assert (run["lesson"], run["world_size"], run["status"]) == ("script", 3, "done")
     assert (run["params"]["filename"], run["params"]["args"]) == ("train.py", ["--epochs", "2"])
     for rank in range(3):
@@ -74,7 +74,7 @@ def test_step_mode_waits_for_the_page(server, script):
     try:
         run_id = PAGE.search(command.stdout.readline()).group(2)
         assert "step mode" in command.stdout.readline()
-        assert httpx.get(f"{server.url}/api/runs/{run_id}").json()["step"] is True
+        assert web.get(f"{server.url}/api/runs/{run_id}").json()["step"] is True
         with ws_connect(server, run_id) as ws:
             ws.send(json.dumps({"op": "continue"}))
             assert command.wait(60) == 0, command.stderr.read()
@@ -101,7 +101,7 @@ def test_with_no_server_running_it_starts_one_that_serves_on(script, tmp_path):
     try:
         assert done.returncode == 0, done.stderr
         assert "---- rank 0 printed:\nhello\n" in done.stdout
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"   # it serves on
+        assert web.get(f"http://127.0.0.1:{port}/healthz").json()["status"] == "ok"   # it serves on
     finally:
         os.killpg(pid, signal.SIGTERM)
 

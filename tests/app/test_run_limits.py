@@ -15,6 +15,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
+from tests import web
 from tests.app.helpers import RunProcesses, client, launcher_pid, wait_for
 from tests.conftest import LiveServer
 
@@ -136,7 +137,7 @@ def test_when_the_launcher_dies_healthz_says_so_and_it_is_started_again(lab, bob
     seen = set()
 
     def ready_again():
-        state = httpx.get(f"{lab.url}/healthz").json()["launcher"]
+        state = web.get(f"{lab.url}/healthz").json()["launcher"]
         seen.add(state)
         try:
             return state == "ready" and launcher_pid(lab) != old

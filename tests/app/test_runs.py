@@ -7,9 +7,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import RunProcesses, events
 from workers.protocol import COLLECTIVE_OPS, MAX_EVENT_BYTES
 
@@ -70,7 +70,7 @@ def test_events_of_a_run(lesson_runs, server, lesson, world_size):
     for event in got:
         assert len(json.dumps(event, separators=(",", ":"))) < MAX_EVENT_BYTES
 
-    sources = {s["path"] for s in httpx.get(f"{server.url}/api/lessons/{lesson}").json()["sources"]}
+    sources = {s["path"] for s in web.get(f"{server.url}/api/lessons/{lesson}").json()["sources"]}
     for rank in range(world_size):
         open_spans: list[dict] = []
         for event in (e for e in got if e["rank"] == rank and e.get("phase")):
@@ -157,7 +157,7 @@ def test_tensor_by_preview_id_matches_an_exact_preview(server, lesson_runs):
              for p in [e["tensor"]] if p["exact"] and p["id"]]
     assert exact
     for preview in exact:
-        response = httpx.get(f"{server.url}/api/runs/{run_id}/tensors/{preview['id']}")
+        response = web.get(f"{server.url}/api/runs/{run_id}/tensors/{preview['id']}")
         assert response.status_code == 200
         full = response.json()
         assert (full["id"], full["shape"], full["dtype"]) == (preview["id"], preview["shape"], preview["dtype"])
@@ -171,7 +171,7 @@ def test_tensor_behind_a_downsampled_preview_is_whole(server):
     [y] = [e["tensor"] for e in got if e["kind"] == "tensor" and e["name"] == "Y" and e["rank"] == 1]
     assert y["shape"] == [64, 48] and y["exact"] is False
     assert len(y["preview"]) == 32 and len(y["preview"][0]) == 32
-    full = httpx.get(f"{server.url}/api/runs/{run['id']}/tensors/{y['id']}").json()
+    full = web.get(f"{server.url}/api/runs/{run['id']}/tensors/{y['id']}").json()
     assert len(full["values"]) == 64 * 48
     assert min(full["values"]) == pytest.approx(y["stats"]["min"], rel=1e-6)
     assert max(full["values"]) == pytest.approx(y["stats"]["max"], rel=1e-6)
@@ -181,7 +181,7 @@ def test_tensor_behind_a_downsampled_preview_is_whole(server):
 def test_unknown_tensor_of_a_known_run_is_a_404(server, lesson_runs):
     run_id = lesson_runs["tp_mlp", 1]["run"]["id"]
     for tensor_id in ("r9t999", "no-such", "a.b"):
-        response = httpx.get(f"{server.url}/api/runs/{run_id}/tensors/{tensor_id}")
+        response = web.get(f"{server.url}/api/runs/{run_id}/tensors/{tensor_id}")
         assert response.status_code == 404
         assert tensor_id in response.json()["detail"]
 
@@ -196,7 +196,7 @@ def _strict_json(text: str):
 def test_trace_json_is_a_chrome_trace_of_the_run(server, lesson_runs, lesson):
     run = lesson_runs[lesson, 4]["run"]
     got = lesson_runs[lesson, 4]["events"]
-    response = httpx.get(f"{server.url}/api/runs/{run['id']}/trace.json")
+    response = web.get(f"{server.url}/api/runs/{run['id']}/trace.json")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/json")
     trace = _strict_json(response.text)
@@ -219,18 +219,18 @@ def test_trace_json_is_a_chrome_trace_of_the_run(server, lesson_runs, lesson):
 
 def test_cancelling_a_finished_run_changes_nothing(server, lesson_runs):
     run = lesson_runs["tp_mlp", 1]["run"]
-    response = httpx.delete(f"{server.url}/api/runs/{run['id']}")
+    response = web.delete(f"{server.url}/api/runs/{run['id']}")
     assert response.status_code == 200
     assert response.json()["status"] == "done"
     assert events(server, run["id"]) == lesson_runs["tp_mlp", 1]["events"]
 
 
 def test_runs_are_listed_newest_first(server, lesson_runs):
-    listed = httpx.get(f"{server.url}/api/runs", params={"limit": 1_000_000}).json()
+    listed = web.get(f"{server.url}/api/runs", params={"limit": 1_000_000}).json()
     ids = [r["id"] for r in listed]
     mine = [entry["run"]["id"] for entry in lesson_runs.values()]
     assert set(mine) <= set(ids)
     assert [i for i in ids if i in mine] == mine[::-1]
     assert [r["created_at"] for r in listed] == sorted((r["created_at"] for r in listed), reverse=True)
-    assert len(httpx.get(f"{server.url}/api/runs", params={"limit": 2}).json()) == 2
+    assert len(web.get(f"{server.url}/api/runs", params={"limit": 2}).json()) == 2
     assert Path(server.data_dir, "runs", mine[0], "events.jsonl").exists()

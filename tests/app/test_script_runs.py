@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import textwrap
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import events
 
 
 def run_script(server, source: str, world_size: int = 2, filename: str = "mine.py", args=(), **extra) -> tuple[dict, list[dict]]:
-    response = httpx.post(f"{server.url}/api/runs", json={
+    response = web.post(f"{server.url}/api/runs", json={
         "lesson": "script", "world_size": world_size,
         "params": {"source": textwrap.dedent(source), "filename": filename, "args": list(args)}, **extra})
     assert response.status_code == 201, response.text
@@ -144,7 +144,7 @@ def test_each_ranks_output_is_kept_per_rank_and_bounded(server):
     ("too many args", {"args": ["x"] * 33}, ["body", "params", "args"]),
 ])
 def test_bad_script_requests_name_the_field(server, problem, params, loc):
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "script", "world_size": 2, "params": params})
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "script", "world_size": 2, "params": params})
     assert response.status_code == 422, problem
     assert response.json()["detail"][0]["loc"] == loc
 

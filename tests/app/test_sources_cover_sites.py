@@ -3,9 +3,9 @@ of the files the lesson lists (a lesson that calls another lesson's code lists t
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import events
 
 SMALL_RUNS = [
@@ -19,7 +19,7 @@ SMALL_RUNS = [
 
 def test_every_lesson_is_covered(server):
     """`script` runs the user's own file, shown from the run itself (tests/app/test_script_runs.py)."""
-    listed = {lesson["id"] for lesson in httpx.get(f"{server.url}/api/lessons").json()}
+    listed = {lesson["id"] for lesson in web.get(f"{server.url}/api/lessons").json()}
     assert listed - {"crash", "script"} == {lesson for lesson, _, _ in SMALL_RUNS}
 
 
@@ -27,7 +27,7 @@ def test_every_lesson_is_covered(server):
 def test_every_site_is_in_a_file_the_page_shows(server, lesson, world_size, params):
     run = server.run(lesson, world_size, params)
     assert run["status"] == ("failed" if lesson == "deadlock" else "done"), run["error"]
-    shown = {source["path"] for source in httpx.get(f"{server.url}/api/lessons/{lesson}").json()["sources"]}
+    shown = {source["path"] for source in web.get(f"{server.url}/api/lessons/{lesson}").json()["sources"]}
     sites = {e["site"].rsplit(":", 1)[0] for e in events(server, run["id"]) if e.get("site")}
     assert sites, "no event named a line"
     assert sites <= shown, f"sites outside the shown files: {sorted(sites - shown)}"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import events, is_final, ws_connect, ws_receive, ws_until_final
 
 
@@ -65,7 +65,7 @@ def span(e: dict, kind: str, phase: str, rank: int | None = None) -> bool:
 
 
 def cancel(server, run_id: str) -> None:
-    httpx.delete(f"{server.url}/api/runs/{run_id}")
+    web.delete(f"{server.url}/api/runs/{run_id}")
 
 
 def test_a_step_run_says_so_and_every_rank_waits_at_its_first_collective(server):
@@ -84,7 +84,7 @@ def test_a_step_run_says_so_and_every_rank_waits_at_its_first_collective(server)
                 assert gate["site"].startswith("workers/lessons/collectives/program.py:")
             assert s.quiet_for(0.5) == []                  # nobody goes on by itself
             assert not [e for e in events(server, run["id"]) if e["kind"] == "collective"]
-            assert httpx.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
+            assert web.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
     finally:
         cancel(server, run["id"])
 
@@ -104,7 +104,7 @@ def test_a_released_rank_blocks_in_the_collective_until_its_peers_arrive(server)
             came = s.quiet_for(1.0)
             assert not [e for e in came if e.get("kind") in ("collective", "check", "run")], came
             assert s.waiting() == {1, 2}
-            assert httpx.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
+            assert web.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
 
             s.send(op="step")                              # release every waiting rank
             s.got += ws_until_final(ws)
@@ -119,7 +119,7 @@ def test_a_released_rank_blocks_in_the_collective_until_its_peers_arrive(server)
             order = [(e["kind"], e.get("phase")) for e in got
                      if e.get("rank") == rank and e["kind"] in ("gate", "collective")]
             assert order == [("gate", "waiting"), ("gate", "released"), ("collective", "begin"), ("collective", "end")]
-        final = httpx.get(f"{server.url}/api/runs/{run['id']}").json()
+        final = web.get(f"{server.url}/api/runs/{run['id']}").json()
         assert final["status"] == "done" and final["step"] is True
         assert len(final["checks"]) == 3 and all(c["passed"] for c in final["checks"])
         after = {e["rank"]: e["tensor"]["preview"][0] for e in got if e["kind"] == "tensor" and e["name"] == "after"}
@@ -173,7 +173,7 @@ def test_continue_runs_to_the_end_without_further_gates(server):
         assert len(waits_after) <= world
         calls = [e for e in got if e["kind"] in ("collective", "p2p") and e["phase"] == "begin"]
         assert len(calls) == world * 4 * (world - 1)        # 2(p−1) steps, a send and a recv each
-        final = httpx.get(f"{server.url}/api/runs/{run['id']}").json()
+        final = web.get(f"{server.url}/api/runs/{run['id']}").json()
         assert all(c["passed"] for c in final["checks"]) and len(final["checks"]) == world
     finally:
         cancel(server, run["id"])
@@ -195,11 +195,11 @@ def test_pause_gates_again_after_continue(server):
             assert gate["call"] == "p2p" and gate["op"] in ("send", "recv")
             assert any(span(e, "p2p", "begin") for e in s.got[mark:])   # a call went through before it
             s.quiet_for(0.5)
-            assert httpx.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
+            assert web.get(f"{server.url}/api/runs/{run['id']}").json()["status"] == "running"
             s.send(op="continue")
             s.got += ws_until_final(ws, timeout=30)
         assert s.got[-1]["status"] == "done"
-        final = httpx.get(f"{server.url}/api/runs/{run['id']}").json()
+        final = web.get(f"{server.url}/api/runs/{run['id']}").json()
         assert all(c["passed"] for c in final["checks"]) and len(final["checks"]) == world
     finally:
         cancel(server, run["id"])
@@ -224,7 +224,7 @@ def test_tp_mlp_steps_to_the_end_one_release_at_a_time(server, world):
                     releases += 1
         got = s.got
         assert got[-1]["status"] == "done", got[-1]
-        final = httpx.get(f"{server.url}/api/runs/{run['id']}").json()
+        final = web.get(f"{server.url}/api/runs/{run['id']}").json()
         def checks(run: dict) -> list[tuple]:
             return sorted((c["rank"], c["name"], c["passed"]) for c in run["checks"])
 
@@ -255,7 +255,7 @@ def test_continue_said_before_the_ranks_start_reaches_them_when_they_do(limited_
     holder = limited_server.start_run("collectives", 2, {}, step=True)     # holds the one slot, never stepped
     try:
         run = limited_server.start_run("collectives", 2, {}, step=True)
-        assert httpx.get(f"{limited_server.url}/api/runs/{run['id']}").json()["status"] == "queued"
+        assert web.get(f"{limited_server.url}/api/runs/{run['id']}").json()["status"] == "queued"
         with ws_connect(limited_server, run["id"]) as ws:
             ws.send(json.dumps({"op": "continue"}))
             cancel(limited_server, holder["id"])                            # now its ranks start

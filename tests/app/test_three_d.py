@@ -9,9 +9,9 @@ gradient sync is made and dp_sync_bytes is 0."""
 from __future__ import annotations
 
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import of_rank, run_all, run_count
 
 HIDDEN, FFN = 8, 16                                                # the lesson's defaults
@@ -185,7 +185,7 @@ def test_syncing_before_the_last_backward_gives_wrong_gradients(finished):
 
 def refused(server, world: int, params: dict) -> dict:
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs", json={"lesson": "three_d", "world_size": world, "params": params})
+    response = web.post(f"{server.url}/api/runs", json={"lesson": "three_d", "world_size": world, "params": params})
     assert response.status_code == 422, response.text
     assert run_count(server) == before                                   # nothing started
     return {tuple(e["loc"]): e["msg"] for e in response.json()["detail"]}

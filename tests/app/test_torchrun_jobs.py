@@ -10,9 +10,9 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 
+from tests import web
 from tests.conftest import REPO
 
 JOB = REPO / "tests" / "app" / "jobs" / "ring_job.py"
@@ -28,10 +28,10 @@ def wait_for(condition, timeout: float, what: str):
 
 
 def all_reduces_ended(url: str) -> list[dict] | None:
-    runs = [r for r in httpx.get(f"{url}/api/runs").json() if r["lesson"] == "torchrun"]
+    runs = [r for r in web.get(f"{url}/api/runs").json() if r["lesson"] == "torchrun"]
     if not runs:
         return None
-    log = [json.loads(line) for line in httpx.get(f"{url}/api/runs/{runs[0]['id']}/events").text.splitlines()]
+    log = [json.loads(line) for line in web.get(f"{url}/api/runs/{runs[0]['id']}/events").text.splitlines()]
     ended = [e for e in log if e["kind"] == "collective" and e["op"] == "all_reduce" and e["phase"] == "end"]
     return log if len(ended) == 2 else None
 

@@ -7,9 +7,9 @@ KV gradients; and head counts that cannot be split are refused naming the rule."
 from __future__ import annotations
 
 
-import httpx
 import pytest
 
+from tests import web
 from tests.app.helpers import of_rank, run_all, run_count
 
 HEAD_DIM = 4                                                       # the lesson's default
@@ -107,8 +107,8 @@ def test_replicas_and_only_they_sum_their_kv_gradients(finished, case):
 
 def refused(server, world: int, params: dict) -> dict:
     before = run_count(server)
-    response = httpx.post(f"{server.url}/api/runs",
-                          json={"lesson": "tp_attention", "world_size": world, "params": params})
+    response = web.post(f"{server.url}/api/runs",
+                        json={"lesson": "tp_attention", "world_size": world, "params": params})
     assert response.status_code == 422, response.text
     assert run_count(server) == before                                   # nothing started
     return {tuple(e["loc"]): e["msg"] for e in response.json()["detail"]}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from tests import web
 from tests.app.helpers import events, is_final, ws_connect, ws_receive, ws_until_final, wait_for
 
 
@@ -60,13 +60,13 @@ def test_reconnect_while_live_then_receive_what_happens_next(server):
         assert first == so_far
         with ws_connect(server, run["id"], since=first[-1]["seq"]) as ws, \
                 ws_connect(server, run["id"], since=first[-1]["seq"]) as other:
-            httpx.delete(f"{server.url}/api/runs/{run['id']}")
+            web.delete(f"{server.url}/api/runs/{run['id']}")
             rest = ws_until_final(ws)
             assert ws_until_final(other) == rest
         assert [e["seq"] for e in first + rest] == list(range(1, len(first) + len(rest) + 1))
         assert rest[-1]["status"] == "cancelled"
     finally:
-        httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        web.delete(f"{server.url}/api/runs/{run['id']}")
 
 
 def test_since_past_the_end_waits_for_new_events(server):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +24,7 @@ def test_the_section_about_the_current_phase_is_highlighted(browser, server, siz
     page: Page = context.new_page()
     run = server.run("pp", 2, {"microbatches": 4, "delay_ms": 0})
     assert run["status"] == "done", run["error"]
-    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
+    events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
     page.goto(f"{server.url}/lessons/pp?run={run['id']}")
     counter = page.locator("#scrubber .seq-counter")
     expect(counter).to_have_text(f"seq {run['events']} / {run['events']}")
@@ -52,7 +53,7 @@ def test_in_chinese_the_ring_lesson_highlights_the_algorithm_running(browser, se
     page: Page = context.new_page()
     run = server.run("ring_allreduce", 4, {})
     assert run["status"] == "done", run["error"]
-    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
+    events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
     page.goto(f"{server.url}/lessons/ring_allreduce?run={run['id']}")
     switch_to_chinese(page)
     counter = page.locator("#scrubber .seq-counter")

@@ -4,9 +4,10 @@ the page where the viewer put it."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
@@ -85,5 +86,5 @@ def test_at_200_percent_text_a_release_in_step_mode_shows_every_rank(browser, se
         top = page.evaluate("() => document.querySelector(\"#stepper .stepper-rank[data-rank='0']\").getBoundingClientRect().top")
         assert top >= 0, top
     finally:
-        httpx.delete(f"{server.url}/api/runs/{run['id']}")
+        web.delete(f"{server.url}/api/runs/{run['id']}")
         context.close()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +26,7 @@ def run_from_the_page(page: Page, server, path: str) -> str:
 
 def first_redistribution(server, run_id: str, before: list[str], after: list[str]) -> int:
     """The seq of the first `begin` of a DTensor collective from placements `before` to `after`."""
-    lines = httpx.get(f"{server.url}/api/runs/{run_id}/events").text.splitlines()
+    lines = web.get(f"{server.url}/api/runs/{run_id}/events").text.splitlines()
     return min(e["seq"] for e in map(json.loads, lines) if e.get("placements") and e["phase"] == "begin"
                and (e["placements"]["before"], e["placements"]["after"]) == (before, after))
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests import web
 from tests.browser.sign_in import sign_in
 from tests.conftest import LiveServer
 from workers import sandbox
@@ -42,7 +43,7 @@ def lab(lab_server):
 
 
 def signs_in(lab, name: str, password: str) -> bool:
-    return httpx.post(lab.url + "/api/auth/login", json={"name": name, "password": password}).status_code == 200
+    return web.post(lab.url + "/api/auth/login", json={"name": name, "password": password}).status_code == 200
 
 
 def test_a_student_changes_their_password_and_cancels_a_submission_being_judged(lab, page):

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests import web
 from tests.app.test_failures import line_of
 
 pytestmark = pytest.mark.browser
 
 
 def events_of(server, run_id: str) -> list[dict]:
-    text = httpx.get(f"{server.url}/api/runs/{run_id}/events").text
+    text = web.get(f"{server.url}/api/runs/{run_id}/events").text
     return [json.loads(line) for line in text.splitlines() if line]
 
 
@@ -206,7 +206,7 @@ def test_mistake_shows_failing_checks_with_the_wrong_numbers(page: Page, server)
 
 
 def test_invalid_parameters_show_the_message_next_to_the_field(page: Page, server):
-    before = len(httpx.get(f"{server.url}/api/runs").json())
+    before = len(web.get(f"{server.url}/api/runs").json())
     page.goto(f"{server.url}/lessons/tp_mlp")
     page.get_by_role("radio", name="4", exact=True).check()
     page.get_by_label("ffn").fill("63")
@@ -217,7 +217,7 @@ def test_invalid_parameters_show_the_message_next_to_the_field(page: Page, serve
     expect(page.get_by_label("ffn")).to_have_attribute("aria-invalid", "true")
     expect(page.locator('[data-field="hidden"] .field-error')).to_be_hidden()
     expect(page.locator("#run-status")).to_have_text("No run yet")
-    assert len(httpx.get(f"{server.url}/api/runs").json()) == before
+    assert len(web.get(f"{server.url}/api/runs").json()) == before
     # fixed, it runs
     page.get_by_label("ffn").fill("64")
     page.get_by_role("button", name="▶ Run").click()
@@ -278,7 +278,7 @@ def test_live_run_resumes_after_a_dropped_socket_without_duplicates(page: Page, 
     page.evaluate("window.paralab.connection.drop()")
     page.get_by_role("button", name="Cancel run").click()
     expect(page.locator("#run-status")).to_contain_text("Run cancelled", timeout=20_000)
-    total = httpx.get(f"{server.url}/api/runs/{run['id']}").json()["events"]
+    total = web.get(f"{server.url}/api/runs/{run['id']}").json()["events"]
     expect(counter(page)).to_have_text(f"seq {total} / {total}")
     seqs = page.evaluate("window.paralab.store.state.log.map((e) => e.seq)")
     assert seqs == list(range(1, total + 1))
@@ -333,7 +333,7 @@ def test_a_block_averaged_heatmap_shows_the_exact_value_from_the_full_tensor_on_
                  if e["kind"] == "check" and e["name"] == "output Y" and e["rank"] == 0)
     mine = check["tensors"][0]
     assert mine["exact"] is False and mine["id"]
-    exact = httpx.get(f"{server.url}/api/runs/{run['id']}/tensors/{mine['id']}").json()["values"][0]
+    exact = web.get(f"{server.url}/api/runs/{run['id']}/tensors/{mine['id']}").json()["values"][0]
     page.goto(f"{server.url}/lessons/tp_mlp?world_size=2&seq_len=64&hidden=48&mistake=swap_f_g&run={run['id']}")
     expect(page.locator(".checks-summary")).to_have_text("✗ 8 of 8 checks FAILED", timeout=30_000)
     canvas = page.locator('.check-group[data-check="output Y"] .check-compare').first.locator("canvas").first

@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
 
 def events_of(server, run_id: str) -> list[dict]:
-    text = httpx.get(f"{server.url}/api/runs/{run_id}/events").text
+    text = web.get(f"{server.url}/api/runs/{run_id}/events").text
     return [json.loads(line) for line in text.splitlines() if line]
 
 
@@ -52,7 +53,7 @@ def test_pipeline_gantt_fills_in_beside_the_ideal_grid(page: Page, server):
     expect(page.locator("#pipeline .grid-notes")).to_have_count(0)
     expect(page.locator(".bubble-row.ideal .value")).to_have_text("0.273")
     expect(page.locator(".bubble-formula")).to_contain_text("(p − 1) / (m + p − 1) = 3/11 = 0.273")
-    measured = httpx.get(f"{server.url}/api/runs/{re.search(r'run=([0-9a-f]+)', page.url).group(1)}").json()["metrics"]
+    measured = web.get(f"{server.url}/api/runs/{re.search(r'run=([0-9a-f]+)', page.url).group(1)}").json()["metrics"]
     bubble = next(m["value"] for m in measured if m["name"] == "bubble_fraction")
     expect(page.locator(".bubble-row.measured .value")).to_have_text(f"{bubble:.3f}")
     # activations against 1F1B's bound p − rank, each rank's peak

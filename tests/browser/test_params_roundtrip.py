@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +46,7 @@ def other_value(prop: dict):
 
 
 def lessons(server) -> list[dict]:
-    return httpx.get(server.url + "/api/lessons").json()
+    return web.get(server.url + "/api/lessons").json()
 
 
 def test_every_parameter_round_trips_through_the_address_and_the_form(page: Page, server):
@@ -74,7 +75,7 @@ def test_an_unticked_box_in_the_address_runs_unticked_and_presents_unticked(page
     page.get_by_role("button", name="▶ Run").click()
     expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
     run_id = re.search(r"run=([0-9a-f]+)", page.url).group(1)
-    assert httpx.get(f"{server.url}/api/runs/{run_id}").json()["params"]["bucketed"] is False
+    assert web.get(f"{server.url}/api/runs/{run_id}").json()["params"]["bucketed"] is False
 
     page.goto(f"{server.url}/lessons/collectives?world_size=2&sweep=false&op=broadcast")
     page.get_by_role("button", name="Present").click()

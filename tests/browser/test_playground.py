@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests import web
 from tests.app.helpers import events
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
@@ -114,7 +114,7 @@ def test_another_web_page_cannot_start_or_steer_a_run(browser, server):
     """The page of http://evil.example (served by Playwright) attacks the real server: its no-cors
     fetch and its form POST reach the server and get 403, nothing starts, its websocket is refused;
     the same websocket from the server's own page opens."""
-    before = len(httpx.get(f"{server.url}/api/runs", params={"limit": 10_000}).json())
+    before = len(web.get(f"{server.url}/api/runs", params={"limit": 10_000}).json())
     ws = f"{server.ws_url}/ws/runs/none"
     with chromium_with(browser, NO_NETWORK_ACCESS_CHECKS) as page:
         answers = []
@@ -123,7 +123,7 @@ def test_another_web_page_cannot_start_or_steer_a_run(browser, server):
         page.goto("http://evil.example/")
         assert page.evaluate("([s, w]) => window.attack(s, w)", [server.url, ws]) == "closed 1006"
         assert answers == [("POST", 403), ("POST", 403)]
-        assert len(httpx.get(f"{server.url}/api/runs", params={"limit": 10_000}).json()) == before
+        assert len(web.get(f"{server.url}/api/runs", params={"limit": 10_000}).json()) == before
         page.goto(f"{server.url}/playground")
         own = page.evaluate("""(w) => new Promise((done) => { const s = new WebSocket(w);
             s.onopen = () => done("opened"); s.onclose = (e) => done("closed " + e.code); })""", ws)

@@ -3,22 +3,23 @@ the page cancels it through the room's socket (a plain DELETE without the secret
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
 
 def test_the_presenters_cancel_button_cancels_the_rooms_run(page: Page, server):
-    room = httpx.post(f"{server.url}/api/rooms").json()
+    room = web.post(f"{server.url}/api/rooms").json()
     page.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
     expect(page.locator("#room-role")).to_have_text("Presenter")
     page.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'tp_mlp', world_size: 2, step: true})")
     cancel = page.locator("#cancel-run")
     expect(cancel).to_be_visible(timeout=30_000)
     run_id = page.evaluate("window.paralab.room.state.run")
-    assert httpx.delete(f"{server.url}/api/runs/{run_id}").status_code == 403     # a student's try
+    assert web.delete(f"{server.url}/api/runs/{run_id}").status_code == 403     # a student's try
     cancel.click()
     expect(cancel).to_be_hidden(timeout=10_000)
-    assert httpx.get(f"{server.url}/api/runs/{run_id}").json()["status"] == "cancelled"
+    assert web.get(f"{server.url}/api/runs/{run_id}").json()["status"] == "cancelled"

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.rooms import Room
+from tests import web
 from tests.browser.conftest import open_page
 from tests.conftest import LiveServer
 
@@ -49,7 +50,7 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     expect(page.locator("#room-role")).to_have_text("Presenter")
     expect(page.locator("#room-card")).to_be_visible()               # the code, large, with its QR
     expect(page.locator(".room-card-code")).to_have_text(f"{code[:4]}-{code[4:]}")
-    assert httpx.get(f"{server.url}/api/rooms/{code}/qr.svg").headers["content-type"].startswith("image/svg")
+    assert web.get(f"{server.url}/api/rooms/{code}/qr.svg").headers["content-type"].startswith("image/svg")
     page.get_by_role("button", name="Hide").click()
 
     # A student types the code as they read it: lower case, with its dash.
@@ -135,7 +136,7 @@ def serving(live: LiveServer) -> LiveServer:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"{live.url}/healthz", timeout=1)
+            web.get(f"{live.url}/healthz", timeout=1)
             return live
         except httpx.HTTPError:
             time.sleep(0.05)
@@ -191,7 +192,7 @@ def test_a_wrong_code_or_secret_is_refused(page: Page, server):
     assert response.status == 404
     expect(page.get_by_role("heading", name="No such room")).to_be_visible()
 
-    code = httpx.post(f"{server.url}/api/rooms").json()["code"]
+    code = web.post(f"{server.url}/api/rooms").json()["code"]
     page.goto(f"{server.url}/rooms/{code}#secret=not-the-secret")
     expect(page.locator(".room-notice")).to_contain_text("The presenter secret is wrong")
     expect(page.locator("#room-role")).to_have_text("Following live")
@@ -200,7 +201,7 @@ def test_a_wrong_code_or_secret_is_refused(page: Page, server):
 
 def test_an_exported_run_replays_offline(browser: Browser, server, tmp_path):
     run = server.run("tp_mlp", 2)
-    response = httpx.get(f"{server.url}/api/runs/{run['id']}/export.html")
+    response = web.get(f"{server.url}/api/runs/{run['id']}/export.html")
     assert response.status_code == 200
     assert "attachment" in response.headers["content-disposition"]
     file = tmp_path / "recording.html"
@@ -253,7 +254,7 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     "Earlier runs" list instead of starting one; the follower's page switches to it like a new run."""
     earlier = server.run("tp_mlp", 2, {"seed": 7})
     total = earlier["events"]
-    room = httpx.post(f"{server.url}/api/rooms").json()
+    room = web.post(f"{server.url}/api/rooms").json()
     page.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
     expect(page.locator("#room-role")).to_have_text("Presenter")
     follower.goto(f"{server.url}/rooms/{room['code']}")
@@ -279,7 +280,7 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     # An unknown run (gone from the disk, say) is refused in words; the room keeps its run.
     page.evaluate("window.paralab.room.socket.send({op: 'show', run: '0123456789ab'})")
     expect(page.locator(".room-notice")).to_contain_text("no run with id '0123456789ab'")
-    assert httpx.get(f"{server.url}/api/rooms/{room['code']}").json()["run"] == earlier["id"]
+    assert web.get(f"{server.url}/api/rooms/{room['code']}").json()["run"] == earlier["id"]
 
     # The presenter's focus view is the room's: the follower's page focuses the same panel, and leaves it with them.
     picture = page.locator(".stage > .panel:not([hidden])", has=page.locator(".focus-toggle")).last

@@ -17,10 +17,10 @@ import json
 import re
 import time
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests import web
 from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions
 
 pytestmark = pytest.mark.browser
@@ -91,7 +91,7 @@ def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, serv
 
 
 def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, server, big_run):
-    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
+    events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
     starts = {e["seq"] for e in events if e.get("phase") == "begin" and (   # a send, or a collective's first member
         e["kind"] == "p2p" and e["op"] == "send" or e["kind"] == "collective" and e["rank"] == e["ranks"][0])}
     open_at_end(page, server, big_run)
@@ -138,7 +138,7 @@ def test_a_run_of_many_calls_lists_24_around_the_cursor_and_counts_them_all(page
     """The communication table of a run of hundreds of calls lists 24 (the latest, at the end) and says how many
     more it made; its total counts every call. Back at the end after Home, each panel shows what it showed
     at the end before (a drawing kept is put back: it must be that step's)."""
-    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
+    events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
     calls = [e for e in events if e["rank"] == 0 and e.get("phase") == "begin"
              and (e["kind"] == "collective" or e["kind"] == "p2p" and e["op"] == "send")]
     assert len(calls) > 24, len(calls)
@@ -164,7 +164,7 @@ def test_a_run_of_many_calls_lists_24_around_the_cursor_and_counts_them_all(page
 def test_the_current_source_line_far_down_the_file_is_scrolled_into_its_box(page: Page, server, big_run):
     """The source panel's lines out of its box are not laid out (content-visibility, each as tall as a line
     meanwhile): a step to a call far down the file still brings its line into the middle of the box."""
-    events = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
+    events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{big_run['id']}/events").text.splitlines() if line]
     far = next(e for e in events if re.search(r"program\.py:(\d{3,})$", e.get("site") or ""))
     line_no = far["site"].rsplit(":", 1)[1]
     open_at_end(page, server, big_run)

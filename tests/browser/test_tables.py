@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests import web
 
 pytestmark = pytest.mark.browser
 
 
 def events_of(server, run_id: str) -> list[dict]:
-    text = httpx.get(f"{server.url}/api/runs/{run_id}/events").text
+    text = web.get(f"{server.url}/api/runs/{run_id}/events").text
     return [json.loads(line) for line in text.splitlines() if line]
 
 

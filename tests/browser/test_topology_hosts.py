@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests import web
 from tests.browser.untranslated import english_words, lesson_strings, own_words, switch_to_chinese
 from workers.protocol import Host
 
@@ -55,7 +55,7 @@ def inside(inner: dict, outer: dict) -> bool:
 def test_the_process_groups_view_boxes_each_hosts_ranks_and_says_which_groups_cross_hosts(browser: Browser, server, tmp_path):
     run = server.run("three_d", 8, {"tp": 2, "pp": 2, "dp": 2})
     assert run["status"] == "done", run["error"]
-    html = httpx.get(f"{server.url}/api/runs/{run['id']}/export.html").text
+    html = web.get(f"{server.url}/api/runs/{run['id']}/export.html").text
     plain, hosted = tmp_path / "plain.html", tmp_path / "hosted.html"
     plain.write_text(html, encoding="utf-8")
     hosted.write_text(with_hosts(html), encoding="utf-8")

@@ -13,11 +13,11 @@ import subprocess
 import sys
 import uuid
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from app.cli_trace import job_environment
+from tests import web
 from tests.conftest import REPO, free_port
 
 JOB = REPO / "tests" / "app" / "jobs" / "ring_job.py"
@@ -67,9 +67,9 @@ def test_two_torchrun_nodes_feed_one_run_whose_page_groups_the_ranks_by_host(pag
     assert pages[0] == pages[1]                                                           # one run for both nodes
     run_id = pages[0].rsplit("/", 1)[1]
 
-    run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
+    run = web.get(f"{server.url}/api/runs/{run_id}").json()
     assert (run["lesson"], run["world_size"], run["status"], run["backend"]) == ("torchrun", 4, "done", "gloo")
-    log = [json.loads(line) for line in httpx.get(f"{server.url}/api/runs/{run_id}/events").text.splitlines()]
+    log = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run_id}/events").text.splitlines()]
     hosts = {e["node"]: e for e in log if e["kind"] == "host"}
     assert {n: (h["host"], h["ranks"]) for n, h in hosts.items()} == {0: ("node-a", [0, 1]), 1: ("node-b", [2, 3])}
     for op in ("all_reduce", "all_gather", "barrier"):      # the script's own calls (DDP's carry a torch_op)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from tests import web
 from tests.browser.sign_in import submit_sign_in
 from tests.browser.untranslated import Finding, english_words, own_words, run_from_page, switch_to_chinese, untranslated
 from tests.problems.wrong import wrong_solution
@@ -73,7 +74,7 @@ def audit_sign_in(page, base_url: str, look) -> None:
     page.wait_for_selector("#sign-in .lab-error:not([hidden])")
     look("sign-in: a wrong password")
     for _ in range(2):
-        httpx.post(f"{base_url}/api/auth/login", json={"name": "mallory", "password": "guess"})
+        web.post(f"{base_url}/api/auth/login", json={"name": "mallory", "password": "guess"})
     submit_sign_in(page, "mallory", "guess")
     page.wait_for_function("document.querySelector('#sign-in .lab-error').textContent.includes('mallory')")
     look("sign-in: the limit (429)")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import web
 from workers import sandbox
 from workers.judge import judge
 
@@ -118,10 +119,9 @@ def test_an_output_flood_keeps_only_a_tail_and_says_so():
 def test_the_server_answers_a_flood_with_its_note_and_keeps_its_memory(server):
     """The same flood judged through the server: the verdict comes back with the note, and the server
     held none of the 128 MiB."""
-    import httpx
     before = _rss_mib(server.proc.pid)
     flood = "for _ in range(32):\n    print('x' * (1 << 20))\n"
-    verdict = httpx.post(f"{server.url}/api/problems/fg_operators/judge", json={"code": attack(flood)}, timeout=300).json()
+    verdict = web.post(f"{server.url}/api/problems/fg_operators/judge", json={"code": attack(flood)}, timeout=300).json()
     assert verdict["status"] == "passed", verdict
     assert "only the last 64 KiB" in verdict["note"]
     assert _rss_mib(server.proc.pid) - before < 30
@@ -170,12 +170,11 @@ def test_reading_the_servers_files_fails_inside():
 def test_the_server_keeps_serving_while_a_fork_bomb_is_judged(server):
     """A hostile submission through the server's API while a lesson runs: the lesson finishes, its
     checks pass, and the bomb ends contained."""
-    import httpx
     from concurrent.futures import ThreadPoolExecutor as Pool
 
     bomb = attack("while True:\n    os.fork()\n")
     with Pool(1) as pool:
-        judged = pool.submit(httpx.post, f"{server.url}/api/problems/fg_operators/judge",
+        judged = pool.submit(web.post, f"{server.url}/api/problems/fg_operators/judge",
                              json={"code": bomb}, timeout=300)
         run = server.run("tp_mlp", 2)
         verdict = judged.result()

@@ -5,8 +5,9 @@ tests/conftest.py."""
 import os
 import time
 
-import httpx
 import pytest
+
+from tests import web
 
 
 def _slot_processes(server) -> list[int]:
@@ -33,7 +34,7 @@ def finished(server, lesson: str, world: int, params: dict | None = None) -> dic
 
 @pytest.mark.timeout(900)          # the spawn server's start and three runs, each spawning ranks
 def test_spawn_mode_runs_lessons_reports_crashes_and_cleans_up(spawn_server):
-    health = httpx.get(spawn_server.url + "/healthz").json()
+    health = web.get(spawn_server.url + "/healthz").json()
     assert health["launcher"] == "ready"
 
     run = finished(spawn_server, "tp_mlp", 2)

@@ -10,10 +10,10 @@ import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 
 from app.cli_trace import HOOK_DIR, job_environment
+from tests import web
 from tests.conftest import REPO, free_port
 from workers.traced_job import identity_from_environment
 
@@ -69,13 +69,13 @@ def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp
             line = rank.stderr.readline()
             page = line.split("traced live at ")[1].strip() if "traced live at" in line else None
         run_id = page.rsplit("/", 1)[1]
-        while time.monotonic() < deadline and "all_reduce" not in httpx.get(f"{server.url}/api/runs/{run_id}/events").text:
+        while time.monotonic() < deadline and "all_reduce" not in web.get(f"{server.url}/api/runs/{run_id}/events").text:
             time.sleep(0.1)
         rank.send_signal(signal.SIGTERM)                          # now waiting on the hold file
         assert rank.wait(30) == -signal.SIGTERM
     finally:
         rank.kill()
-    run = httpx.get(f"{server.url}/api/runs/{run_id}").json()
+    run = web.get(f"{server.url}/api/runs/{run_id}").json()
     assert run["status"] == "failed" and run["error"]["kind"] == "stopped", run
     assert run["error"]["message"] == "the launcher stopped rank 0 (SIGTERM) before the end"
 
@@ -96,9 +96,9 @@ def test_with_the_pth_hook_installed_paralab_server_alone_traces_a_rank(server, 
     env.pop("PYTHONPATH", None)
     out = subprocess.run([python, str(JOB)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0 and "dropped" not in out.stderr, out.stderr
-    run = next(r for r in httpx.get(f"{server.url}/api/runs").json() if r["params"] == {"job": f"{job}/0"})
+    run = next(r for r in web.get(f"{server.url}/api/runs").json() if r["params"] == {"job": f"{job}/0"})
     assert run["status"] == "done"
-    log = httpx.get(f"{server.url}/api/runs/{run['id']}/events").text
+    log = web.get(f"{server.url}/api/runs/{run['id']}/events").text
     assert '"op":"all_reduce"' in log and '"op":"barrier"' in log
     removed = subprocess.run([python, "-m", "app", "trace", "--uninstall-hook"], cwd=REPO, capture_output=True, text=True)
     assert removed.returncode == 0 and not list((tmp_path / "venv").rglob("paralab_trace.pth"))
