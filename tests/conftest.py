@@ -35,6 +35,16 @@ SLOW_TESTS = {
     "tests/app/test_zero_lesson.py::test_a_reduce_scatter_that_sums_fails_the_gradient_checks",   # a planted copy
     "tests/app/test_rooms.py::test_a_stalled_follower_does_not_slow_the_other_twenty",
     "tests/workers/test_judge.py::test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it",
+    # Each starts Python processes of its own (a command, a launcher, spawned ranks), each importing
+    # torch (~3 CPU-s), or runs a command that takes seconds (docker-compose).
+    "tests/app/test_compose.py",
+    "tests/app/test_run_cli.py",
+    "tests/app/test_cli_trace.py",
+    "tests/app/test_cli.py::test_help_lists_the_flags",
+    "tests/app/test_cluster_placement.py::test_the_embedded_default_never_imports_ray",
+    "tests/app/test_hostile_requests.py::test_a_reply_to_an_abandoned_request_is_never_taken_for_the_next_ones",
+    "tests/workers/test_p2p.py",
+    "tests/workers/test_traced_job.py",
 }
 
 
