@@ -41,10 +41,12 @@ def signed_in(live: LiveServer, name: str, password: str) -> httpx.Client:
 
 
 def judge_processes(live: LiveServer) -> list[Proc]:
-    """The server's processes outside its lesson launcher: the judge's sandbox and what runs in it."""
+    """The server's processes outside its lesson launcher and its warm checker (the server's, not a
+    submission's): the judge's sandbox and what runs in it."""
     procs = processes()
     launcher = {p.pid for p in descendants(launcher_pid(live), procs)} | {launcher_pid(live)}
-    return [p for p in descendants(live.proc.pid, procs) if p.pid not in launcher and p.living]
+    return [p for p in descendants(live.proc.pid, procs)
+            if p.pid not in launcher and p.living and b"workers.warm_checker" not in _cmdline(p.pid)]
 
 
 def ranks_running(live: LiveServer) -> list[Proc]:

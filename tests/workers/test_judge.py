@@ -1,9 +1,11 @@
 """The judge on real ranks in the real sandbox: references pass, wrong solutions fail the right
 check, bad submissions are refused before anything runs."""
 
+import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -204,6 +206,45 @@ def test_the_checker_gives_every_rank_all_its_checks_whatever_the_ranks_sent():
     assert by_rank[(0, "sum")] and not any(by_rank[(r, "sum")] for r in (1, 2, 3))
     assert "output 'sum': its values do not fill its shape [12]" in checked["invalid"][2]
     assert "it is not JSON" in checked["invalid"][3]
+
+
+def test_the_warm_checker_forks_each_check_and_outlives_a_kill():
+    """The checker's torch is imported once: two checks are two children of one server; a check
+    is killed on request (a judgment stopped), only its own children; a server that died is started
+    again by the next check."""
+    from workers.warm_checker import WarmChecker
+    warm = WarmChecker()
+    reports = json.dumps({"reports": [_ring_report(r) for r in range(4)], "wire_bytes": None}).encode()
+    first, second = warm.check("ring_allreduce"), warm.check("ring_allreduce")
+    server = warm._server.pid
+    assert {_parent(first.pid), _parent(second.pid)} == {server} and first.pid != second.pid
+    for check in (first, second):
+        outcome = check.run(reports, 60, None, 1 << 20)
+        checks = json.loads(outcome.stdout)["checks"]
+        assert outcome.reason is None and len(checks) == 12 and all(c["passed"] for c in checks)
+    stopped = warm.check("ring_allreduce")                        # waiting for its reports
+    assert warm.request(f"kill {stopped.pid}") == "done"
+    deadline = time.monotonic() + 10
+    while _state(stopped.pid) not in ("Z", None):                  # ended (reaped at the next request)
+        assert time.monotonic() < deadline, _state(stopped.pid)
+        time.sleep(0.01)
+    assert stopped.run(b"", 60, None, 1 << 20).stdout == ""
+    assert warm.request("kill 1") == "refused"                    # only a child of its own
+    os.kill(server, 9)
+    again = warm.check("ring_allreduce")
+    assert warm._server.pid != server and _parent(again.pid) == warm._server.pid
+    assert json.loads(again.run(reports, 60, None, 1 << 20).stdout)["checks"]
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 def test_reported_calls_the_wire_did_not_carry_fail_the_traffic_check():
