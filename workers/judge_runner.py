@@ -206,6 +206,7 @@ def loopback_bytes() -> int | None:
 def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> None:
     _not_dumpable()                                  # inherited by the ranks
     world = PROBLEMS[problem_id].world_size
+    importlib.import_module(f"workers.problems.{problem_id}.harness")   # once, not in each rank (1F1B's: 1 CPU-s)
     workdir = tempfile.mkdtemp(prefix="judge-")
     before = loopback_bytes()
     progress = Progress(world)

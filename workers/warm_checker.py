@@ -2,7 +2,8 @@
 verify.py once, then forks a child for each judgment's check. A checker started cold
 (`python -m workers.judge_checker PROBLEM`) spent about 2 CPU-s of a judgment's 8 importing torch;
 a fork costs a few milliseconds. No checker is forked for a submission refused or stopped before its
-checks.
+checks. A problem's verify.py is imported by the server when it is first checked, so later checks of
+it start warm too.
 
 It is the same checker: it never loads learner code (the child reads the ranks' reports, JSON, on
 its stdin and prints every check, `workers/judge_checker.py`'s `main`), it starts with the clean
@@ -91,8 +92,11 @@ class Check:
         (stdin, self._stdin), (self._stdout, stdout), (self._stderr, stderr) = os.pipe(), os.pipe(), os.pipe()
         self._checker = checker
         try:
-            self.pid = int(checker.request(f"check {problem_id}", (stdin, stdout, stderr)))
-        except (RuntimeError, ValueError):
+            answer = checker.request(f"check {problem_id}", (stdin, stdout, stderr))
+            if not answer.isdigit():
+                raise RuntimeError(f"the warm checker answered {answer!r}")
+            self.pid = int(answer)
+        except RuntimeError:
             for fd in (self._stdin, self._stdout, self._stderr):
                 os.close(fd)
             raise
@@ -145,14 +149,11 @@ def _feed(fd: int, data: bytes) -> None:
 # ---- the server ---------------------------------------------------------------------------------
 
 def serve(channel: socket.socket) -> None:
-    import importlib
-
     import torch
 
+    from workers import judge_checker  # noqa: F401  (what each child runs)
     from workers.problems import PROBLEMS
     torch.set_num_threads(1)                     # before any fork: no thread pool to inherit
-    for problem_id in PROBLEMS:
-        importlib.import_module(f"workers.problems.{problem_id}.verify")
     children: set[int] = set()
     while True:
         try:
@@ -164,7 +165,7 @@ def serve(channel: socket.socket) -> None:
         children -= _reaped()
         command, _, argument = message.decode(errors="replace").partition(" ")
         answer = "refused"
-        if command == "check" and argument in PROBLEMS and len(fds) == 3:
+        if command == "check" and argument in PROBLEMS and len(fds) == 3 and _imported_verify(argument):
             pid = os.fork()
             if pid == 0:
                 _run_check(argument, fds, channel)
@@ -176,6 +177,16 @@ def serve(channel: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
         channel.sendall(answer.encode())
+
+
+def _imported_verify(problem_id: str) -> bool:
+    """The problem's verify.py imported here, once, by its first check (later ones fork it warm)."""
+    import importlib
+    try:
+        importlib.import_module(f"workers.problems.{problem_id}.verify")
+        return True
+    except Exception:                            # a broken verify.py: that check is refused, not the server
+        return False
 
 
 def _reaped() -> set[int]:
