@@ -237,8 +237,11 @@ def test_the_warm_checker_forks_each_check_and_outlives_a_kill():
     assert warm.request("kill 1") == "refused"                    # only a child of its own
     os.kill(server, 9)
     again = warm.check("ring_allreduce")
-    assert warm._server.pid != server and _parent(again.pid) == warm._server.pid
-    assert json.loads(again.run(reports, 60, None, 1 << 20).stdout)["checks"]
+    try:
+        assert warm._server.pid != server and _parent(again.pid) == warm._server.pid
+        assert json.loads(again.run(reports, 60, None, 1 << 20).stdout)["checks"]
+    finally:
+        warm._stop_server()                                        # this test's own server, not the judge's
 
 
 def _parent(pid: int) -> int:
