@@ -20,12 +20,14 @@ from workers.judge_events import merged
 from workers.judge_hang import hang_report
 from workers.problems import ALLOWED_IMPORTS, PROBLEMS
 from workers.problems.report import MAX_REPORT_BYTES
+from workers.warm_checker import WarmChecker
 
 MAX_CODE_BYTES = 64 * 1024
 MAX_REASON_CHARS = 1000
-CHECK_WALL_S = 60.0                # the checker: import torch, one process's reference, compare
+CHECK_WALL_S = 60.0                # a check: one process's reference, compare (a first one waits for torch's import)
 CHECKS_MAX_BYTES = 4 << 20         # what the checker prints: every check of every rank
 PEER_GONE = ("Connection closed by peer", "Connection reset by peer")    # gloo, when a peer's process ended
+CHECKER = WarmChecker()            # this process's checker (started by the first judgment), shared by its threads
 
 
 @dataclass
@@ -83,19 +85,16 @@ def judge(problem_id: str, code: str, limits: sandbox.Limits = sandbox.Limits(),
     if not sandboxed and not allow_unsandboxed:
         return refuse("no sandbox is available here (bubblewrap); the operator has not allowed unsandboxed code")
     world = PROBLEMS[problem_id].world_size
-    checker = _start_checker(problem_id)
-    try:
-        channels = Channels(world)
-        argv = [sys.executable, "-m", "workers.judge_runner", problem_id, "/job/submission.py",
-                *map(str, channels.write_ends)]
-        if sandboxed:
-            outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits, stop, channels.write_ends)
-        else:
-            outcome = _run_unsandboxed(argv, code, limits, stop, channels.write_ends)
-        control, reports = channels.collect()
-        verdict = _verdict(problem_id, code, outcome, control, reports, channels.oversized(), checker, limits, stop)
-    finally:
-        _kill(checker)
+    CHECKER.start()                    # the first judgment's: its imports overlap the ranks' run
+    channels = Channels(world)
+    argv = [sys.executable, "-m", "workers.judge_runner", problem_id, "/job/submission.py",
+            *map(str, channels.write_ends)]
+    if sandboxed:
+        outcome = sandbox.run(argv, {"submission.py": code.encode()}, limits, stop, channels.write_ends)
+    else:
+        outcome = _run_unsandboxed(argv, code, limits, stop, channels.write_ends)
+    control, reports = channels.collect()
+    verdict = _verdict(problem_id, code, outcome, control, reports, channels.oversized(), limits, stop)
     verdict.note = outcome.output_note()
     verdict.events = merged([_events_of(text) for text in map(_text, reports)])
     return verdict
@@ -140,19 +139,6 @@ class _PipeReader(threading.Thread):
         return None if self.total > MAX_REPORT_BYTES or self.is_alive() else b"".join(self.chunks)
 
 
-def _start_checker(problem_id: str) -> subprocess.Popen:
-    """The trusted comparer, started now so that its torch import overlaps the ranks' run."""
-    return subprocess.Popen([sys.executable, "-m", "workers.judge_checker", problem_id], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(sandbox.REPO),
-                            env=sandbox.clean_environment(PYTHONPATH=str(sandbox.REPO)), start_new_session=True)
-
-
-def _kill(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, 9)
-        process.wait()
-
-
 def _run_unsandboxed(argv: list[str], code: str, limits: sandbox.Limits, stop: threading.Event | None,
                      pass_fds: tuple[int, ...]) -> sandbox.Outcome:
     """For a trusted single-user machine only: the same runner, the same clean environment and
@@ -175,7 +161,7 @@ def _run_unsandboxed(argv: list[str], code: str, limits: sandbox.Limits, stop: t
 
 
 def _verdict(problem_id: str, code: str, outcome: sandbox.Outcome, control: bytes | None, reports: list[bytes | None],
-             oversized: list[int], checker: subprocess.Popen, limits: sandbox.Limits, stop: threading.Event | None) -> Verdict:
+             oversized: list[int], limits: sandbox.Limits, stop: threading.Event | None) -> Verdict:
     """Trust nothing the sandbox printed: how the ranks ended comes from the runner's control pipe,
     what they computed from their own pipes, and every check from the checker outside."""
     if outcome.reason:
@@ -191,7 +177,7 @@ def _verdict(problem_id: str, code: str, outcome: sandbox.Outcome, control: byte
         if limit:
             return refuse(f"stopped: {limit}")
     texts = [_text(report) for report in reports]
-    checked = _check(problem_id, checker, texts, ended.get("wire_bytes"), stop)
+    checked = _check(problem_id, texts, ended.get("wire_bytes"), stop)
     if isinstance(checked, Verdict):
         return checked
     checks = _merge(checked["checks"])
@@ -251,15 +237,15 @@ def _error_of(text: str | None) -> str | None:
     return error[:MAX_REASON_CHARS] if isinstance(error, str) else None
 
 
-def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], wire_bytes,
-           stop: threading.Event | None) -> dict | Verdict:
-    """Hand the reports and the traffic the runner measured to the checker and wait for its checks
-    (as long as the stop event allows)."""
+def _check(problem_id: str, texts: list[str | None], wire_bytes, stop: threading.Event | None) -> dict | Verdict:
+    """Hand the reports and the traffic the runner measured to a checker forked by the warm one and
+    wait for its checks (as long as the stop event allows)."""
     wire_bytes = wire_bytes if isinstance(wire_bytes, int) and wire_bytes >= 0 else None
-    feed = threading.Thread(target=_feed, args=(checker, json.dumps({"reports": texts, "wire_bytes": wire_bytes}).encode()),
-                            daemon=True)
-    feed.start()
-    outcome = sandbox.supervise(checker, sandbox.Limits(wall_s=CHECK_WALL_S), stop, keep=CHECKS_MAX_BYTES)
+    reports = json.dumps({"reports": texts, "wire_bytes": wire_bytes}).encode()
+    try:
+        outcome = CHECKER.check(problem_id).run(reports, CHECK_WALL_S, stop, CHECKS_MAX_BYTES)
+    except RuntimeError as exc:
+        return refuse(f"the judge's checker failed ({exc})")
     if outcome.reason == sandbox.CANCELLED:
         return refuse(f"stopped: {outcome.reason}")
     try:
@@ -269,14 +255,6 @@ def _check(problem_id: str, checker: subprocess.Popen, texts: list[str | None], 
     except (ValueError, KeyError, TypeError, AssertionError):
         last = (outcome.stderr.strip().splitlines() or [outcome.reason or "no output"])[-1]
         return refuse(f"the judge's checker failed ({last[:300]})")
-
-
-def _feed(process: subprocess.Popen, data: bytes) -> None:
-    try:
-        process.stdin.write(data)
-        process.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
 
 
 def _merge(results: list[dict]) -> list[dict]:

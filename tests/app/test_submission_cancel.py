@@ -19,7 +19,9 @@ from workers import sandbox
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
 
 ADMIN = {"name": "admin", "password": "admin-secret-1"}
-FOREVER = "import torch\n\n\ndef ring_all_reduce(x, rank, world):\n    while True:\n        pass\n"
+# never returns, and costs no CPU while it waits to be cancelled (a spinning one cost four ranks' worth of
+# the whole wait); `__import__` walks past the import screen, which is not the boundary
+FOREVER = "import torch\n\n\ndef ring_all_reduce(x, rank, world):\n    __import__('time').sleep(3600)\n"
 RANKS = 4                                  # ring_allreduce's world size
 
 
@@ -41,10 +43,12 @@ def signed_in(live: LiveServer, name: str, password: str) -> httpx.Client:
 
 
 def judge_processes(live: LiveServer) -> list[Proc]:
-    """The server's processes outside its lesson launcher: the judge's sandbox and what runs in it."""
+    """The server's processes outside its lesson launcher and its warm checker (the server's, not a
+    submission's): the judge's sandbox and what runs in it."""
     procs = processes()
     launcher = {p.pid for p in descendants(launcher_pid(live), procs)} | {launcher_pid(live)}
-    return [p for p in descendants(live.proc.pid, procs) if p.pid not in launcher and p.living]
+    return [p for p in descendants(live.proc.pid, procs)
+            if p.pid not in launcher and p.living and b"workers.warm_checker" not in _cmdline(p.pid)]
 
 
 def ranks_running(live: LiveServer) -> list[Proc]:

@@ -1,9 +1,11 @@
 """The judge on real ranks in the real sandbox: references pass, wrong solutions fail the right
 check, bad submissions are refused before anything runs."""
 
+import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from workers import sandbox
 from workers.judge import MAX_CODE_BYTES, judge, screen
+from workers.judge import main as judge_main
 from tests.problems.wrong import wrong_solution
 from workers.problems import PROBLEMS
 
@@ -76,34 +79,39 @@ def test_an_unknown_problem_is_refused():
 
 
 @needs_sandbox
-def test_the_command_line_prints_each_check_and_exits_with_the_verdict(tmp_path):
+def test_the_command_line_prints_each_check_and_exits_with_the_verdict(tmp_path, capsys):
     """Also the verdicts on ring_allreduce that the test above leaves to this one: the reference passes
-    every check (exit 0), chunk_index fails "sum"."""
+    every check (exit 0), chunk_index fails "sum". The judged two through the command line's `main`
+    in this process (its warm checker), the refused one through `python -m workers.judge`."""
     def cli(problem, path):
-        return subprocess.run([sys.executable, "-m", "workers.judge", problem, str(path)],
-                              capture_output=True, text=True, cwd=REPO, timeout=180)
-    good = cli("ring_allreduce", PROBLEMS["ring_allreduce"].dir / "reference.py")
-    assert good.returncode == 0 and "PASS sum" in good.stdout and "PASS communication" in good.stdout
+        code = judge_main([problem, str(path)])
+        return code, capsys.readouterr().out
+    status, out = cli("ring_allreduce", PROBLEMS["ring_allreduce"].dir / "reference.py")
+    assert status == 0 and "PASS sum" in out and "PASS communication" in out
     (tmp_path / "wrong.py").write_text(wrong_solution("ring_allreduce/chunk_index"))
-    bad = cli("ring_allreduce", tmp_path / "wrong.py")
-    assert bad.returncode == 1 and "FAIL sum" in bad.stdout and "got" in bad.stdout and "expected" in bad.stdout
+    status, out = cli("ring_allreduce", tmp_path / "wrong.py")
+    assert status == 1 and "FAIL sum" in out and "got" in out and "expected" in out
     (tmp_path / "bad.py").write_text("import socket\n")
-    refused = cli("ring_allreduce", tmp_path / "bad.py")
+    refused = subprocess.run([sys.executable, "-m", "workers.judge", "ring_allreduce", str(tmp_path / "bad.py")],
+                             capture_output=True, text=True, cwd=REPO, timeout=180)
     assert refused.returncode == 2 and refused.stdout.strip().splitlines()[-1].startswith("refused: ")
 
 
-def test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it(tmp_path):
-    """bubblewrap missing from PATH: refused (exit 2); PARALAB_ALLOW_UNSANDBOXED=1 runs it anyway."""
+def test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it(tmp_path, monkeypatch, capsys):
+    """bubblewrap missing from PATH: refused (exit 2); PARALAB_ALLOW_UNSANDBOXED=1 runs it anyway
+    (the command line's `main`, in this process, for the judged one)."""
     env = {"PATH": str(tmp_path), "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
     reference = PROBLEMS["ring_allreduce"].dir / "reference.py"
     command = [sys.executable, "-m", "workers.judge", "ring_allreduce", str(reference)]
     refused = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=180)
     assert refused.returncode == 2
     assert "no sandbox is available" in refused.stdout.strip().splitlines()[-1]
-    allowed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=180,
-                             env={**env, "PARALAB_ALLOW_UNSANDBOXED": "1"})
-    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
-    assert "PASS sum" in allowed.stdout
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("PARALAB_ALLOW_UNSANDBOXED", "1")
+    assert not sandbox.available()
+    status, out = judge_main(["ring_allreduce", str(reference)]), capsys.readouterr().out
+    assert status == 0, out
+    assert "PASS sum" in out
 
 
 # each attempt to forge a verdict (issue #10), as a learner would submit it, and what the verdict must say
@@ -150,22 +158,21 @@ raise RuntimeError(f"PATH={os.environ.get('PATH')} leaked: {leaked}")
 
 
 @needs_sandbox
-def test_no_server_secret_reaches_a_verdict_or_the_command_line(monkeypatch, tmp_path):
+def test_no_server_secret_reaches_a_verdict_or_the_command_line(tmp_path, monkeypatch, capsys):
     """Learner code reads every environment it can reach and raises an error carrying it: the
-    sandbox started with a clean one, so the reason shows none of the server's secrets."""
+    sandbox started with a clean one, so the reason shows none of the secrets of the process that
+    judged it (the command line's `main` here, calling the `judge` the server calls), nor does
+    anything printed."""
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-    code = STEAL + "\n" + wrong_solution("fg_operators/swapped")
-    verdict = judge("fg_operators", code)
-    assert verdict.status == "failed" and "RuntimeError" in verdict.reason
-    assert "PATH=/usr/bin:/bin leaked: []" in verdict.reason   # it read an environment: the clean one
-    shown = str([verdict.status, verdict.reason, verdict.checks, verdict.note])
-    assert not any(value in shown for value in SECRETS.values())
-    (tmp_path / "steal.py").write_text(code)
-    cli = subprocess.run([sys.executable, "-m", "workers.judge", "fg_operators", str(tmp_path / "steal.py")],
-                         capture_output=True, text=True, cwd=REPO, timeout=180, env={**os.environ, **SECRETS})
-    assert cli.returncode == 1 and "RuntimeError" in cli.stdout
-    assert not any(value in cli.stdout + cli.stderr for value in SECRETS.values())
+    (tmp_path / "steal.py").write_text(STEAL + "\n" + wrong_solution("fg_operators/swapped"))
+    status = judge_main(["fg_operators", str(tmp_path / "steal.py")])
+    printed = capsys.readouterr()
+    reason = printed.out.strip().splitlines()[-1]
+    assert status == 1 and reason.startswith("failed: ") and "RuntimeError" in reason
+    assert "PATH=/usr/bin:/bin leaked: []" in reason              # it read an environment: the clean one
+    assert "FAIL output Y" in printed.out                           # the checks were printed too
+    assert not any(value in printed.out + printed.err for value in SECRETS.values())
 
 
 def test_unsandboxed_code_does_not_get_the_servers_environment(monkeypatch):
@@ -204,6 +211,48 @@ def test_the_checker_gives_every_rank_all_its_checks_whatever_the_ranks_sent():
     assert by_rank[(0, "sum")] and not any(by_rank[(r, "sum")] for r in (1, 2, 3))
     assert "output 'sum': its values do not fill its shape [12]" in checked["invalid"][2]
     assert "it is not JSON" in checked["invalid"][3]
+
+
+def test_the_warm_checker_forks_each_check_and_outlives_a_kill():
+    """The checker's torch is imported once: two checks are two children of one server; a check
+    is killed on request (a judgment stopped), only its own children; a server that died is started
+    again by the next check."""
+    from workers.warm_checker import WarmChecker
+    warm = WarmChecker()
+    reports = json.dumps({"reports": [_ring_report(r) for r in range(4)], "wire_bytes": None}).encode()
+    first, second = warm.check("ring_allreduce"), warm.check("ring_allreduce")
+    server = warm._server.pid
+    assert {_parent(first.pid), _parent(second.pid)} == {server} and first.pid != second.pid
+    for check in (first, second):
+        outcome = check.run(reports, 60, None, 1 << 20)
+        checks = json.loads(outcome.stdout)["checks"]
+        assert outcome.reason is None and len(checks) == 12 and all(c["passed"] for c in checks)
+    stopped = warm.check("ring_allreduce")                        # waiting for its reports
+    assert warm.request(f"kill {stopped.pid}") == "done"
+    deadline = time.monotonic() + 10
+    while _state(stopped.pid) not in ("Z", None):                  # ended (reaped at the next request)
+        assert time.monotonic() < deadline, _state(stopped.pid)
+        time.sleep(0.01)
+    assert stopped.run(b"", 60, None, 1 << 20).stdout == ""
+    assert warm.request("kill 1") == "refused"                    # only a child of its own
+    os.kill(server, 9)
+    again = warm.check("ring_allreduce")
+    try:
+        assert warm._server.pid != server and _parent(again.pid) == warm._server.pid
+        assert json.loads(again.run(reports, 60, None, 1 << 20).stdout)["checks"]
+    finally:
+        warm._stop_server()                                        # this test's own server, not the judge's
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 def test_reported_calls_the_wire_did_not_carry_fail_the_traffic_check():
