@@ -45,6 +45,10 @@ SLOW_TESTS = {
     "tests/app/test_hostile_requests.py::test_a_reply_to_an_abandoned_request_is_never_taken_for_the_next_ones",
     "tests/workers/test_p2p.py",
     "tests/workers/test_traced_job.py",
+    "tests/workers/test_judge.py::test_unsandboxed_code_does_not_get_the_servers_environment",
+    "tests/workers/test_judge.py::test_the_warm_checker_forks_each_check_and_outlives_a_kill",
+    "tests/workers/test_judge.py::test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and_lines",
+    "tests/workers/test_judge.py::test_the_rank_that_raised_is_named_not_the_peers_that_lost_their_connection_to_it",
 }
 
 
