@@ -57,7 +57,7 @@ class Ingest:
                 message = decode(line)
                 if (length := frame_length(message)) is not None:   # a blob's raw values follow its line
                     message["data"] = await reader.readexactly(length)
-                self.take(run, rank, message)
+                self.take(run, rank, message, line)
         except (ValueError, ConnectionError, asyncio.IncompleteReadError) as exc:
             log.warning("event channel of run %s rank %s: %s", run and run.id, rank, exc)
         finally:
@@ -67,8 +67,9 @@ class Ingest:
                 run.waiting.pop(rank, None)
             writer.close()
 
-    def take(self, run: Run, rank: int | None, message: dict) -> None:
-        """One message from the channel of `rank` (None: the supervisor's)."""
+    def take(self, run: Run, rank: int | None, message: dict, line: bytes | None = None) -> None:
+        """One message from the channel of `rank` (None: the supervisor's); `line`, the JSON line it
+        was read from (an event whose `rank` is its channel's is checked as that line)."""
         if run.final:
             return
         if "blob" in message:
@@ -76,8 +77,10 @@ class Ingest:
         elif "supervisor" in message:
             self._supervisor_report(run, message)
         else:
+            sent = message.get("rank")
             message["rank"] = rank   # a rank speaks only for itself
-            if (wrong := problem(message)) is not None:   # never shown: the run fails, naming the field
+            as_sent = line if type(sent) is int and sent == rank else None   # else the line is not what is checked
+            if (wrong := problem(message, as_sent)) is not None:   # never shown: the run fails, naming the field
                 self.outcome.kill(run)
                 self.outcome.finish(run, "failed", run_error("protocol", say(
                     "run.protocol_error", "rank {rank} sent {problem}", rank=rank, problem=wrong), rank=rank))

@@ -118,10 +118,11 @@ def _stats(values: np.ndarray, blocks: np.ndarray | None) -> dict:
     the means of equal blocks, when given)."""
     if values.size > _LARGE:   # one pass for both
         low, high = (float(v) for v in torch.aminmax(torch.from_numpy(values)))
-    else:
-        low, high = float(values.min()), float(values.max())
+    else:   # the ufuncs themselves: ndarray.min and .mean go through numpy's Python wrappers first
+        low, high = float(np.minimum.reduce(values, axis=None)), float(np.maximum.reduce(values, axis=None))
     abs_max = math.nan if math.isnan(low) or math.isnan(high) else max(-low, high)
-    mean = float((values if blocks is None else blocks).mean(dtype=np.float64))
+    averaged = values if blocks is None else blocks
+    mean = float(np.add.reduce(averaged, axis=None, dtype=np.float64)) / averaged.size   # = .mean(dtype=float64)
     stats = {"min": low, "max": high, "mean": mean, "abs_max": abs_max}
     return {k: (v if math.isfinite(v) else str(v)) for k, v in stats.items()}
 
@@ -209,11 +210,14 @@ def blob(tensor: torch.Tensor, tensor_id: str) -> dict | None:
     (`BlobValues`), which `workers.protocol.encode` writes raw after a header line (a frame)."""
     if tensor.numel() > MAX_BLOB_ELEMENTS:
         return None
-    values = tensor.detach().float().cpu().contiguous().numpy()
-    return _blob(values, list(tensor.shape), _dtype(tensor), tensor_id)
+    t = tensor.detach()
+    if t.dtype != torch.float32 or t.device.type != "cpu":
+        t = t.float().cpu()
+    return _blob(t.numpy(), list(tensor.shape), _dtype(tensor), tensor_id)
 
 
 def _blob(values: np.ndarray, shape: list, dtype: str, tensor_id: str) -> dict:
     if sys.byteorder != "little":
         values = values.astype("<f4")
-    return {"blob": tensor_id, "shape": shape, "dtype": dtype, "data": BlobValues(values.tobytes())}
+    # bytes straight from the array's buffer (in C order): `BlobValues(values.tobytes())` copied twice
+    return {"blob": tensor_id, "shape": shape, "dtype": dtype, "data": BlobValues(values)}

@@ -480,14 +480,16 @@ def json_schema() -> dict:
     return schema
 
 
-def problem(message: dict) -> str | None:
+def problem(message: dict, line: bytes | None = None) -> str | None:
     """What is wrong with an event a rank sent, naming the field, as "rank N sent …" goes on
-    ("a collective event whose field `bytes` …"); None when it is well formed."""
+    ("a collective event whose field `bytes` …"); None when it is well formed. `line`: the JSON
+    line `message` was decoded from, when nothing in it has changed since: checked as it came
+    (writing the event again to check it cost twice the check itself)."""
     from pydantic import ValidationError
     if "seq" in message:
         return "an event with the field `seq`, which is the server's to assign"
     try:
-        _adapter().validate_json(json.dumps(message, allow_nan=True))
+        _adapter().validate_json(line if line is not None else json.dumps(message, allow_nan=True))
     except ValidationError as exc:
         error = exc.errors()[0]
         kind = message.get("kind")
