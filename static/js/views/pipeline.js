@@ -67,9 +67,14 @@ function scheduleOf(state, params) {
   return state.schedule?.schedule || params?.schedule || "1f1b";
 }
 
+const looks = new Map();      // "kind/chunk" → its colours, worked out once (a grid or a chart asks thousands of times)
 function look(kind, chunk) {
-  const base = KIND_COLOURS[kind] || OTHER_COLOUR;
-  return chunk > 0 ? { fill: tint(base, 0.62), stroke: base, ink: "#0f172a" } : { fill: base, stroke: null, ink: "white" };
+  const key = `${kind}/${chunk > 0 ? 1 : 0}`;
+  if (!looks.has(key)) {
+    const base = KIND_COLOURS[kind] || OTHER_COLOUR;
+    looks.set(key, chunk > 0 ? { fill: tint(base, 0.62), stroke: base, ink: "#0f172a" } : { fill: base, stroke: null, ink: "white" });
+  }
+  return looks.get(key);
 }
 
 /** Which of its stages a rank holds this one as: 0 the first, 1 the second (drawn lighter). */
