@@ -27,6 +27,8 @@ pytestmark = pytest.mark.browser
 
 MEDIAN_BOUND_MS = 40        # measured 5-15 ms at a load average of 9-13
 JUMP_BOUND_MS = 80          # End 7-15 ms, Home 4-5 ms (medians) at a load of 9-13; 80-310 ms before the kept drawings
+FOCUS_BOUND_MS = 120        # in focus (the pipeline panel drawn at each move): 79 ms (→) here at a load of 22;
+                            # the bench on this run at a load of 20: → 17, ← 10, End 24 ms
 OPEN_BOUND_S = 2.0          # 0.8-1.1 s at a load of 9-13: the page itself, more than this run's 1,043 events
 PARAMS = {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 8}
 
@@ -57,6 +59,22 @@ def test_a_step_on_a_big_pipeline_run_is_quick(page: Page, server, big_run):
     back = summary(time_actions(page, step_actions(big_run["events"], "ArrowLeft", 30, bursts=5)))
     assert forward["median"] < MEDIAN_BOUND_MS, f"→ steps: {forward}"
     assert back["median"] < MEDIAN_BOUND_MS, f"← steps: {back}"
+
+
+def test_a_move_with_the_pipeline_chart_in_focus_is_quick(page: Page, server, big_run):
+    """In the focus view the pipeline panel (its measured chart painted on a canvas, the ideal grid, the
+    activations) is drawn at every move: a step and an End must not repaint or rebuild it from every span."""
+    open_at_end(page, server, big_run)
+    page.keyboard.press("z")
+    expect(page.locator("#pipeline-panel.focused")).to_be_visible()
+    time_actions(page, step_actions(big_run["events"], "ArrowRight", 6, bursts=2))           # warm up
+    forward = summary(time_actions(page, step_actions(big_run["events"], "ArrowRight", 20, bursts=5)))
+    back = summary(time_actions(page, step_actions(big_run["events"], "ArrowLeft", 20, bursts=5)))
+    end = summary(time_actions(page, jump_actions("End", 5)))
+    assert forward["median"] < FOCUS_BOUND_MS, f"→ steps in focus: {forward}"
+    assert back["median"] < FOCUS_BOUND_MS, f"← steps in focus: {back}"
+    assert end["median"] < FOCUS_BOUND_MS, f"End in focus: {end}"
+    expect(page.locator("#pipeline-panel.focused canvas.pipeline-gantt")).to_be_visible()
 
 
 def test_a_big_run_opens_at_once_and_jumps_end_to_end_quickly(page: Page, server, big_run):

@@ -49,9 +49,43 @@ const matches = (when, e) => Object.entries(when).every(([field, values]) => fie
 export function showExplained(container, log, cursor) {
   const sections = linked.get(container) || [];
   if (!sections.length) return;
-  let now = null;
-  for (let i = Math.min(cursor, log.length - 1); i >= 0 && !now; i--) now = sections.find((s) => matches(s.when, log[i])) || null;
+  const found = latestMatches(container, sections, log, Math.min(cursor, log.length - 1));
+  const now = found >= 0 ? sections[found] : null;
+  if (shownSection.get(container) === now) return;
+  shownSection.set(container, now);
   for (const section of sections) {
     for (const node of section.nodes) node.classList.toggle("explaining", section === now);
   }
+}
+
+// For each event of the log looked at, the section matched by the latest event at or before it (-1: none),
+// kept: searching back from the cursor at each move read thousands of events on a big run (an End at the
+// end of a pipeline run, where no section matches the last events). A search back stops at the first
+// event that matches or whose answer is kept, and keeps the answer for every event it passed.
+const matchedUpTo = new WeakMap();   // the container → {sections, log, latest: Int32Array (-2: not known yet)}
+const shownSection = new WeakMap();  // the container → the section highlighted now
+const UNKNOWN = -2;
+
+function latestMatches(container, sections, log, index) {
+  if (index < 0) return -1;
+  let memo = matchedUpTo.get(container);
+  if (!memo || memo.sections !== sections || memo.log !== log) {
+    memo = { sections, log, latest: new Int32Array(0) };
+    matchedUpTo.set(container, memo);
+  }
+  if (memo.latest.length < log.length) {       // a live run's log grew: room for its new events
+    const grown = new Int32Array(Math.max(log.length, 2 * memo.latest.length)).fill(UNKNOWN);
+    grown.set(memo.latest);
+    memo.latest = grown;
+  }
+  const { latest } = memo;
+  let i = index;
+  let found = -1;
+  for (; i >= 0; i--) {
+    if (latest[i] !== UNKNOWN) { found = latest[i]; break; }
+    const own = sections.findIndex((s) => matches(s.when, log[i]));
+    if (own >= 0) { found = own; break; }
+  }
+  latest.fill(found, Math.max(i, 0), index + 1);
+  return found;
 }

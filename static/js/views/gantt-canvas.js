@@ -155,30 +155,38 @@ function paintChart(canvas) {
   const zoomed = view.from > 0 || view.to < 1;
   ctx.fillText(zoomed ? `${axisLabel} · ×${(1 / (view.to - view.from)).toFixed(1)}` : axisLabel, frame.left + frame.plot / 2, plotBottom + 2.1 * rem);
 
-  // blocks, clipped to the plot
+  // blocks, clipped to the plot. A big run's chart paints thousands at each move: the canvas's state (a
+  // colour, the alpha, the font) is set only when it changes, and nothing is allocated per block.
   ctx.save();
   ctx.beginPath();
   ctx.rect(frame.left, 0, frame.plot, height);
   ctx.clip();
   const charPx = 0.84 * rem * 0.62;
+  const minTextPx = charPx + 2;           // narrower than one character: no text to fit
   const current = [];
+  const pen = penOf(ctx);
+  ctx.font = font(800, 0.84 * rem);
+  ctx.textAlign = "center";
   for (const { lanes } of laid) {
     for (const lane of lanes) {
-      ctx.strokeStyle = c.line;
+      pen.alpha(1);
+      pen.stroke(c.line);
+      ctx.lineWidth = 1;
       ctx.beginPath();
       ctx.moveTo(frame.left, lane.y + lane.h);
       ctx.lineTo(frame.right, lane.y + lane.h);
       ctx.stroke();
+      const bottom = lane.y + lane.h;
       for (const b of lane.blocks) {
-        const cls = [b.cls].flat();
         if (b.tick) {
           const x = X(b.t0);
           if (x < frame.left || x > frame.right) continue;
-          ctx.fillStyle = paint(b.fill, c.soft);
+          pen.alpha(1);
+          pen.fill(paint(b.fill, c.soft));
           ctx.beginPath();
-          ctx.moveTo(x, lane.y + lane.h);
-          ctx.lineTo(x - 0.28 * rem, lane.y + lane.h - 0.45 * rem);
-          ctx.lineTo(x + 0.28 * rem, lane.y + lane.h - 0.45 * rem);
+          ctx.moveTo(x, bottom);
+          ctx.lineTo(x - 0.28 * rem, bottom - 0.45 * rem);
+          ctx.lineTo(x + 0.28 * rem, bottom - 0.45 * rem);
           ctx.fill();
           continue;
         }
@@ -186,27 +194,26 @@ function paintChart(canvas) {
         const x1 = Math.min(frame.right + 2, X(b.t1));
         if (x1 < frame.left || x0 > frame.right) continue;
         const w = Math.max(x1 - x0, 1.5);
-        ctx.globalAlpha = b.faded ? 0.3 : 1;          // the ideal grid's actions not run yet
-        ctx.fillStyle = paint(b.fill, c.soft);
+        pen.alpha(b.faded ? 0.3 : 1);          // the ideal grid's actions not run yet
+        pen.fill(paint(b.fill, c.soft));
         ctx.fillRect(x0, lane.y, w, lane.h);
-        const stroke = paint(b.stroke, null);
-        if (stroke && w > 3) {
-          ctx.strokeStyle = stroke;
+        const stroke = w > 3 ? paint(b.stroke, null) : null;
+        if (stroke) {
+          pen.stroke(stroke);
           ctx.lineWidth = 1.5;
           ctx.strokeRect(x0 + 0.75, lane.y + 0.75, w - 1.5, lane.h - 1.5);
         }
-        if (cls.includes("current") || cls.includes("open")) current.push({ x0, w, lane, open: !cls.includes("current") });
-        const text = fitText(b, w, charPx);
+        const isCurrent = hasClass(b.cls, "current");
+        if (isCurrent || hasClass(b.cls, "open")) current.push({ x0, w, lane, open: !isCurrent });
+        const text = w >= minTextPx ? fitText(b, w, charPx) : null;
         if (text) {
-          ctx.fillStyle = paint(b.ink, "white") || "white";
-          ctx.font = font(800, 0.84 * rem);
-          ctx.textAlign = "center";
+          pen.fill(paint(b.ink, "white") || "white");
           ctx.fillText(text, x0 + w / 2, lane.y + lane.h / 2);
         }
-        ctx.globalAlpha = 1;
       }
     }
   }
+  ctx.globalAlpha = 1;
   for (const { x0, w, lane, open } of current) {      // outlined above their neighbours
     ctx.strokeStyle = c.ink;
     ctx.lineWidth = open ? 1.5 : 3;
@@ -230,6 +237,26 @@ function paintChart(canvas) {
   }
 }
 
+/** `cls` (a class name, a list of them, nested or with falsy holes) holds `name`? Allocates nothing. */
+function hasClass(cls, name) {
+  if (!cls) return false;
+  if (typeof cls === "string") return cls === name;
+  for (const c of cls) if (hasClass(c, name)) return true;
+  return false;
+}
+
+/** Setters of the canvas's fill, stroke and alpha that skip a value already set (each set parses it again). */
+function penOf(ctx) {
+  let fill = null;
+  let stroke = null;
+  let alpha = null;
+  return {
+    fill(value) { if (value !== fill) { ctx.fillStyle = value; fill = value; } },
+    stroke(value) { if (value !== stroke) { ctx.strokeStyle = value; stroke = value; } },
+    alpha(value) { if (value !== alpha) { ctx.globalAlpha = value; alpha = value; } },
+  };
+}
+
 /** The arrows in view, thinned: per pair of rows, one per few pixels (the current ones always). */
 function paintArrows(ctx, arrows, laid, X, frame, c) {
   const taken = new Set();
@@ -241,17 +268,18 @@ function paintArrows(ctx, arrows, laid, X, frame, c) {
     const x0 = X(a.from.t);
     const x1 = X(a.to.t);
     if (Math.max(x0, x1) < frame.left || Math.min(x0, x1) > frame.right) continue;
-    const current = [a.cls].flat().includes("current");
-    const slot = `${a.from.row}>${a.to.row}@${Math.round(x0 / ARROW_SPACING_PX)}`;
+    const current = hasClass(a.cls, "current");
+    const slot = (a.from.row * 4096 + a.to.row) * 1e7 + Math.round(x0 / ARROW_SPACING_PX) + 1e6;   // a number: no string per arrow
     if (!current && taken.has(slot)) continue;
     taken.add(slot);
     const down = a.to.row > a.from.row;
     drawn.push({ x0, x1, y0: down ? from.y1 : from.y0, y1: down ? to.y0 : to.y1, current });
   }
-  for (const current of [false, true]) {
+  for (const current of [false, true]) {      // a path per arrow: one path of them all rasterises several times slower
     ctx.strokeStyle = current ? c.ink : "rgba(71, 85, 105, 0.45)";
     ctx.fillStyle = current ? c.ink : c.soft;
     ctx.lineWidth = current ? 2.5 : 1.2;
+    const head = current ? 7 : 5;
     for (const d of drawn) {
       if (d.current !== current) continue;
       ctx.beginPath();
@@ -259,7 +287,6 @@ function paintArrows(ctx, arrows, laid, X, frame, c) {
       ctx.lineTo(d.x1, d.y1);
       ctx.stroke();
       const angle = Math.atan2(d.y1 - d.y0, d.x1 - d.x0);
-      const head = current ? 7 : 5;
       ctx.beginPath();
       ctx.moveTo(d.x1, d.y1);
       ctx.lineTo(d.x1 - head * Math.cos(angle - 0.45), d.y1 - head * Math.sin(angle - 0.45));

@@ -11,7 +11,7 @@ import { t, tPlural, tText } from "paralab/i18n.js";
 import { formatBytes } from "paralab/replay.js";
 import { fitText, formatMs, ganttFrame, ganttSvg, rowLabel, timeAxis, xScale } from "paralab/views/gantt.js";
 import { CANVAS_BLOCKS, ganttCanvas } from "paralab/views/gantt-canvas.js";
-import { p2pArrows, p2pBlock, spanExtent } from "paralab/views/timeline.js";
+import { p2pBlock, pairSendRecv, spanExtent } from "paralab/views/timeline.js";
 
 export const KIND_COLOURS = { F: "#2563eb", B: "#16a34a", I: "#9333ea", W: "#d97706" };
 const KIND_NAMES = { F: "forward", B: "backward", I: "input gradient (½ of B)", W: "weight gradient (½ of B)" };
@@ -67,9 +67,14 @@ function scheduleOf(state, params) {
   return state.schedule?.schedule || params?.schedule || "1f1b";
 }
 
+const looks = new Map();      // "kind/chunk" → its colours, worked out once (a grid or a chart asks thousands of times)
 function look(kind, chunk) {
-  const base = KIND_COLOURS[kind] || OTHER_COLOUR;
-  return chunk > 0 ? { fill: tint(base, 0.62), stroke: base, ink: "#0f172a" } : { fill: base, stroke: null, ink: "white" };
+  const key = `${kind}/${chunk > 0 ? 1 : 0}`;
+  if (!looks.has(key)) {
+    const base = KIND_COLOURS[kind] || OTHER_COLOUR;
+    looks.set(key, chunk > 0 ? { fill: tint(base, 0.62), stroke: base, ink: "#0f172a" } : { fill: base, stroke: null, ink: "white" });
+  }
+  return looks.get(key);
 }
 
 /** Which of its stages a rank holds this one as: 0 the first, 1 the second (drawn lighter). */
@@ -98,11 +103,9 @@ function slowRanks(placement, slow, p) {
 // new copy), so a step rebuilds only the blocks of the spans still open or at the cursor, not thousands.
 const closedBlocks = new WeakMap();      // span → {placement, block}
 
-function closedBlock(sp, placement, make) {
-  const kept = closedBlocks.get(sp);
-  if (kept && kept.placement === placement) return kept.block;
-  const block = make();
-  closedBlocks.set(sp, { placement, block });
+/** `block`, kept as the span's for the next drawings if the span has ended (`closed`). */
+function keepIf(closed, sp, placement, block) {
+  if (closed) closedBlocks.set(sp, { placement, block });
   return block;
 }
 
@@ -116,14 +119,14 @@ function ganttRows(state, { placement, slow, slowFactor, extent }) {
     for (const sp of rs.spans) {
       const t1 = sp.t1 ?? state.tNow;
       const current = sp.seq === seq || sp.end?.seq === seq;
-      const make = sp.kind === "compute" ? () => computeBlock(sp, rs.rank, t1, current, placement)
-        : () => p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) });
-      const block = () => (sp.t1 !== null && !current ? closedBlock(sp, placement, make) : make());
+      const closed = sp.t1 !== null && !current;
+      const kept = closed ? closedBlocks.get(sp) : undefined;
+      const block = kept?.placement === placement ? kept.block : null;
       if (sp.kind === "compute") {
         busy += t1 - sp.t0;
-        compute.push(block());
+        compute.push(block ?? keepIf(closed, sp, placement, computeBlock(sp, rs.rank, t1, current, placement)));
       } else if (sp.kind === "p2p") {
-        comm.push(block());
+        comm.push(block ?? keepIf(closed, sp, placement, p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) })));
       } else {
         comm.push({ id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
                     title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${tText(sp.label)}` : ""}` });
@@ -156,13 +159,27 @@ function computeBlock(sp, rank, t1, current, placement) {
 
 // ---- the ideal grid ------------------------------------------------------------------------------------
 
+/** The key an action's progress is kept under: "2F0" (stage, kind, microbatch). */
+const actionKeys = new WeakMap();        // parsed action, or a compute span's begin event → its key, made once
+function actionKey(a) {
+  let key = actionKeys.get(a);
+  if (key === undefined) actionKeys.set(a, (key = `${a.stage}${a.kind}${a.mb}`));
+  return key;
+}
+
+function spanKey(sp) {
+  let key = actionKeys.get(sp.begin);
+  if (key === undefined) actionKeys.set(sp.begin, (key = `${sp.begin.stage}${sp.name}${sp.begin.microbatch}`));
+  return key;
+}
+
 /** What each ideal action has become at the cursor: "2F0" → "done" or "running" (absent: not yet). */
 function progressOf(state) {
   const progress = new Map();
   for (const rs of state.ranks) {
     for (const sp of rs.spans) {
       if (sp.kind !== "compute" || sp.begin?.stage === undefined) continue;
-      progress.set(`${sp.begin.stage}${sp.name}${sp.begin.microbatch}`, sp.t1 === null ? "running" : "done");
+      progress.set(spanKey(sp), sp.t1 === null ? "running" : "done");
     }
   }
   return progress;
@@ -228,7 +245,8 @@ function idealGridSvg(schedule, frame, { slow }) {
 
 /** An ideal action's state at the cursor: "done", "running" (outlined) or "todo" (faded). */
 function cellState(action, progress) {
-  const states = (action.overlap || [action]).map((a) => progress.get(`${a.stage}${a.kind}${a.mb}`) || "todo");
+  if (!action.overlap) return progress.get(actionKey(action)) || "todo";
+  const states = action.overlap.map((a) => progress.get(actionKey(a)) || "todo");
   return states.includes("running") ? "running" : states.every((st) => st === "done") ? "done" : states.includes("done") ? "running" : "todo";
 }
 
@@ -474,7 +492,7 @@ export function renderPipeline(container, state, { runId, params, contents }) {
   const keep = (parts, make) => cache.get(JSON.stringify(parts), make);
   const kinds = actionKinds(state);
   const anyP2p = state.p2p.length > 0;
-  const measured = measuredChart(container, state, { placement, slow, slowFactor: slowStage?.factor, frame, p });
+  const measured = measuredChart(container, state, { runId, placement, slow, slowFactor: slowStage?.factor, frame, p });
   place(container, [
     keep(["head", schedule, p, m, v, params, slowStage], () => describeSchedule(schedule, p, m, v, params, slowStage)),
     keep(["legend", [...kinds].sort(), v, anyP2p], () => kindLegend(kinds, v, anyP2p)),
@@ -502,17 +520,23 @@ export function renderPipeline(container, state, { runId, params, contents }) {
 
 /** F, B, I, W: the kinds of action the ranks ran and the ideal grid holds. */
 function actionKinds(state) {
-  const kinds = new Set();
+  const kinds = new Set(state.schedule ? gridKinds(state.schedule) : []);
   for (const rs of state.ranks) for (const sp of rs.spans) if (sp.kind === "compute") kinds.add(sp.name);
-  for (const row of state.schedule?.grid || []) for (const cell of row) {
-    const a = parseAction(cell);
-    for (const part of a?.overlap || (a ? [a] : [])) kinds.add(part.kind);
-  }
   return kinds;
 }
 
+const gridKindsOf = new WeakMap();   // schedule event → the kinds of action its grid holds, read once
+function gridKinds(schedule) {
+  if (!gridKindsOf.has(schedule)) {
+    const kinds = new Set();
+    for (const row of parsedGrid(schedule)) for (const a of row) for (const part of a?.overlap || (a ? [a] : [])) kinds.add(part.kind);
+    gridKindsOf.set(schedule, kinds);
+  }
+  return gridKindsOf.get(schedule);
+}
+
 /** The measured Gantt chart ({svg, axis, liveBubble}), or null before any stage computed. */
-function measuredChart(container, state, { placement, slow, slowFactor, frame, p }) {
+function measuredChart(container, state, { runId, placement, slow, slowFactor, frame, p }) {
   const computeExtent = spanExtent(state, (sp) => sp.kind === "compute");
   if (!computeExtent) return null;
   const end = Math.max(spanExtent(state).end, computeExtent.end);
@@ -522,10 +546,40 @@ function measuredChart(container, state, { placement, slow, slowFactor, frame, p
   const axis = timeAxis(computeExtent.start - 0.01 * (rough.end - computeExtent.start), end);
   const rows = ganttRows(state, { placement, slow, slowFactor, extent: computeExtent });
   const liveBubble = p > 0 ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
-  const svg = ganttSvg({ rows, arrows: p2pArrows(state, (r) => r), axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
+  const svg = ganttSvg({ rows, arrows: arrowsOf(state, runId), axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
     axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7,
     cache: cacheOf(container, "gantt") });
   return { svg, axis, liveBubble };
+}
+
+// Each send's arrow to the recv that took it. The pairs are kept for the latest few states by the run and
+// the last event that began or ended a send/recv (`state.p2pSeq`: until the next one they are the same),
+// and the arrow of a pair not at the cursor is made once: a step over a compute event pairs nothing again.
+const pairings = new Map();          // "runId|p2pSeq" → [{send, recv}]
+const KEPT_PAIRINGS = 4;
+const arrowOfPair = new WeakMap();   // recv span → its arrow (not at the cursor)
+
+function arrowsOf(state, runId) {
+  const key = `${runId}|${state.p2pSeq}`;
+  let pairs = pairings.get(key);
+  if (!pairs) {
+    pairs = pairSendRecv(state.p2p);
+    pairings.set(key, pairs);
+    if (pairings.size > KEPT_PAIRINGS) pairings.delete(pairings.keys().next().value);
+  }
+  const seq = state.event?.seq;
+  return pairs.map(({ send, recv }) => {
+    const current = send.seq === seq || recv.end?.seq === seq || recv.seq === seq;
+    if (current) return pairArrow(send, recv, ["current"]);
+    let arrow = arrowOfPair.get(recv);
+    if (arrow?.send !== send) arrowOfPair.set(recv, (arrow = pairArrow(send, recv, [])));
+    return arrow;
+  });
+}
+
+function pairArrow(send, recv, cls) {
+  return { send, from: { row: send.rank, t: send.t0 }, to: { row: recv.rank, t: recv.t1 }, cls,
+           get title() { return `rank ${send.rank} → rank ${recv.rank}${send.label ? `: ${send.label.replace(/^send /, "")}` : ""}`; } };
 }
 
 function activationsFrame() {
