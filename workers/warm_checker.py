@@ -1,7 +1,6 @@
-"""The judge's checker, kept warm: one process outside the sandbox imports torch and every problem's
-verify.py once, then forks a child for each judgment's check. A checker started cold
-(`python -m workers.judge_checker PROBLEM`) spent about 2 CPU-s of a judgment's 8 importing torch;
-a fork costs a few milliseconds. No checker is forked for a submission refused or stopped before its
+"""The judge's checker, kept warm: one process outside the sandbox imports torch once, then forks a
+child for each judgment's check. A checker started cold (`python -m workers.judge_checker PROBLEM`)
+spent about 2 CPU-s of a judgment's 8 importing torch; a fork costs a few milliseconds. No checker is forked for a submission refused or stopped before its
 checks. A problem's verify.py is imported by the server when it is first checked, so later checks of
 it start warm too.
 
