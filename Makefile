@@ -1,9 +1,9 @@
 # paralab: `make serve` installs and serves; `make test` installs and runs every test.
 PYTHON ?= python3
 # `make test` runs on this many pytest-xdist workers, each module's tests on one worker (tests/conftest.py
-# groups them); 1 runs it in this process, as plain pytest does. On two idle cores two workers took 20½
-# min and one process 25½ (README), but two workers have shown one race more, so one stays the default
-# until they have passed more runs; the fast loop runs on two.
+# groups them); 1 runs it in this process, as plain pytest does. On two idle cores one process took 18½
+# min (README); two workers, when last compared, saved a fifth but showed one race more, so one stays
+# the default until they have passed more runs; the fast loop runs on two.
 TEST_WORKERS ?= 1
 FAST_WORKERS ?= 2
 xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup)
