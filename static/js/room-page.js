@@ -50,6 +50,8 @@ let startShownRun = null;     // the recorded run this presenter just showed: it
 let applying = false;         // this module moves the cursor (not the viewer)
 let refused = null;           // the server's last word when it closed the room to us
 let runStarting = false;      // the presenter sent "run"; its answer has not come yet
+let viewSent = false;         // the presenter alone changes the room's view: once it sent one, its own is the
+                              // newest, and a state echoing an earlier one (handled late) must not undo it
 let handlers = null;          // lesson-page's callbacks for the run on screen
 let connState = "connecting";
 let cardDismissed = false;
@@ -93,7 +95,7 @@ function onMessage(message) {
 
 function onRoomState(state) {
   room.followers = state.followers;
-  room.view = state.view || {};
+  if (!(role === "presenter" && viewSent)) room.view = state.view || {};
   room.cursor = state.cursor || 0;
   if (state.run !== room.run) {
     room.run = state.run;
@@ -291,6 +293,7 @@ function setUpPresenter() {
 }
 
 function sendView(change) {
+  viewSent = true;
   room.view = { ...room.view, ...change };
   socket.send({ op: "view", view: room.view });
 }
