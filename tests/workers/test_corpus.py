@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -54,15 +56,22 @@ COMM_DEBUG_OPS = {
 
 
 def _free_ports(count: int) -> list[int]:
-    """`count` distinct ports free now (each program's rendezvous gets its own)."""
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
+    """`count` distinct ports free now (each program's rendezvous gets its own), below the kernel's
+    ephemeral range: the programs before one open connections on ephemeral ports, and one of those
+    could take a later program's port before its rendezvous binds it (seen once: a rank died, its peer
+    waited in the rendezvous)."""
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports: list[int] = []
+    for port in random.sample(range(20_000, min(ephemeral_low, 32_768)), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError("no free ports below the ephemeral range")
 
 
 @pytest.fixture(scope="module")
