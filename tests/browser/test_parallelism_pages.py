@@ -40,10 +40,14 @@ def test_pipeline_gantt_fills_in_beside_the_ideal_grid(page: Page, server):
     for rank in range(4):
         expect(f_blocks(page, rank)).to_have_count(8)
         expect(page.locator(f'#pipeline .pipeline-gantt .gantt-row[data-rank="{rank}"] .gantt-block.B')).to_have_count(8)
-    blocks = f_blocks(page, 3).evaluate_all("bs => bs.map((b) => [b.dataset.mb, b.querySelector('text')?.textContent ?? null])")
-    assert sorted(int(mb) for mb, _ in blocks) == list(range(8))
-    assert all(text in (None, mb) for mb, text in blocks)   # the number is on the block wherever it fits
-    assert any(text == mb for mb, text in blocks)
+    blocks = f_blocks(page, 3).evaluate_all(
+        "bs => bs.map((b) => [b.dataset.mb, b.querySelector('text')?.textContent ?? null, b.querySelector('rect').getBBox().width])")
+    assert sorted(int(mb) for mb, _, _ in blocks) == list(range(8))
+    # the number is on the block wherever it fits (a digit needs well under 20 px; a loaded machine's
+    # stalls stretch the time axis and narrow the blocks, so which ones are wide enough varies)
+    assert all(text in (None, mb) for mb, text, _ in blocks)
+    assert all(text == mb for mb, text, width in blocks if width >= 20)
+    assert all(text is None for mb, text, width in blocks if width < 4)
     # sends point at the recvs that took them: 3 links × 8 microbatches × (activation + gradient)
     expect(page.locator("#pipeline .pipeline-gantt .gantt-arrow")).to_have_count(48)
 
