@@ -12,9 +12,7 @@ wall-clock and CPU time (all rank 0's threads, and its main thread alone: the tr
 is on the run's critical path), and the tracer's cost per aten op that is not a collective.
 Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5] [--profile FILE]
 (--profile: cProfile of rank 0's main thread during its traced rounds, for pstats;
-PARALAB_BENCH_AT_CALL=1: previews, blobs and events made at each call, as without a channel's `later`;
-PARALAB_BENCH_NO_REUSE=1: no tensor's preview and blob reused from an earlier call with the same values —
-the DTensor program's steps repeat the same values, as it has no optimizer step)
+PARALAB_BENCH_AT_CALL=1: previews, blobs and events made at each call, as without a channel's `later`)
 """
 
 from __future__ import annotations
@@ -111,7 +109,6 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
     import torch
     import torch.distributed as dist
     sys.path.insert(0, str(REPO))
-    from workers.preview import Recent
     from workers.tracer import Tracer
 
     torch.set_num_threads(1)
@@ -122,11 +119,8 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
     profiler = cProfile.Profile() if profile and rank == 0 else None
 
     def new_tracer():
-        tracer = Tracer(channel.send, rank, lambda: time.monotonic() - t0,   # as workers/rank.py makes it
-                        later=None if os.environ.get("PARALAB_BENCH_AT_CALL") else channel.later)
-        if os.environ.get("PARALAB_BENCH_NO_REUSE"):   # every tensor's preview and blob made anew
-            tracer._recent = Recent(max_values=0)
-        return tracer
+        return Tracer(channel.send, rank, lambda: time.monotonic() - t0,   # as workers/rank.py makes it
+                      later=None if os.environ.get("PARALAB_BENCH_AT_CALL") else channel.later)
 
     def timed(build, trace: bool) -> tuple[float, float, float, float, float]:
         """Wall-clock seconds of the whole run (set up and every step) and of the steps alone, then

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,112 +141,29 @@ def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = 
     return _preview(_values(tensor), list(tensor.shape), _dtype(tensor), name, tensor_id, side)
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class Copy:
     """A tensor's values copied at the traced call (float32, C-ordered), with its shape and dtype:
     what its preview and blob are made of later, on the channel's thread (the caller may change
-    the tensor once the call returns). Kept among a tracer's `Recent` tensors, it also holds its
-    blob's `id` and, once made, its preview at the full side (`shown`, its name aside)."""
+    the tensor once the call returns)."""
 
     values: np.ndarray
     shape: list
     dtype: str
-    id: str | None = None
-    shown: dict | None = None
 
 
-def copy(tensor: torch.Tensor, tensor_id: str | None = None) -> Copy:
+def copy(tensor: torch.Tensor) -> Copy:
     t = tensor.detach()
     if t.dtype == torch.float32 and t.device.type == "cpu":
         values = t.numpy().copy()                      # C-ordered whatever the tensor's strides
     else:
         values = t.float().cpu().contiguous().numpy()  # a new tensor already
-    return Copy(values, list(t.shape), _dtype(t), tensor_id)
-
-
-def blob_kept(tensor: torch.Tensor, tensor_id: str) -> tuple[dict, Copy] | None:
-    """`blob`, and the values it holds as a `Copy` (for `Recent`: no copy more), or None when the
-    tensor is too large to keep."""
-    full = blob(tensor, tensor_id)
-    if full is None:
-        return None
-    values = np.frombuffer(full["data"], "<f4").reshape(tensor.shape)
-    return full, Copy(values, full["shape"], full["dtype"], tensor_id)
+    return Copy(values, list(t.shape), _dtype(t))
 
 
 def preview_of(copied: Copy, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:
-    """`preview` of the tensor as it was copied; of its own `id`, made once at the full side, then
-    the same statistics and grid (the same objects) under each name it is shown with."""
-    if side != PREVIEW_SIDE or tensor_id != copied.id:
-        return _preview(copied.values, copied.shape, copied.dtype, name, tensor_id, side)
-    shown = copied.shown
-    if shown is None:
-        copied.shown = shown = _preview(copied.values, copied.shape, copied.dtype, name, tensor_id, side)
-    return shown if shown["name"] == name else {**shown, "name": name}
-
-
-def preview_kept(kept: Copy, name: str, side: int = PREVIEW_SIDE) -> dict:
-    """`preview` of a tensor kept in `Recent` (at the call: its blob just sent, or sent before)."""
-    return preview_of(kept, name, kept.id, side)
-
-
-class Recent:
-    """The tensors a tracer showed last, by their values (float32, as previews and blobs hold them),
-    so that a tensor traced again with the same values reuses the first one's blob and preview
-    instead of making and sending them twice: FSDP2 all-gathers the same unchanged parameters in the
-    forward and in the backward. Same values means the same bits (a NaN matches itself, -0.0 does
-    not match 0.0), the same shape and the same dtype — then its preview and blob would be the same
-    bytes. A lookup that finds nothing of that shape and dtype costs a dict lookup; one that does
-    compares the first values, then all of them (a few µs for 32 Ki values, against 50–100 µs for
-    a preview). Safe to use from several threads (the backend's end a dispatched call there)."""
-
-    def __init__(self, max_values: int = 1 << 20):
-        self._by_form: dict[tuple, list[tuple[bytes, Copy]]] = {}   # (its first values' bytes, the copy)
-        self._order: list[Copy] = []
-        self._values = 0
-        self._max_values = max_values           # held at most (4 MiB of float32: memory the rank cannot reuse)
-        self._lock = threading.Lock()
-
-    def find(self, tensor: torch.Tensor) -> Copy | None:
-        """The tensor kept with the same values as `tensor` now, or None."""
-        candidates = self._by_form.get((tuple(tensor.shape), _dtype(tensor)))
-        if not candidates or tensor.device.type != "cpu" or not tensor.is_contiguous():
-            return None
-        values = _values(tensor).reshape(-1)
-        head = values[:_HEAD].tobytes()
-        for kept_head, seen in reversed(candidates[:]):   # a copy: another thread may add meanwhile
-            if kept_head == head and _same_bits(seen.values.reshape(-1), values):
-                return seen
-        return None
-
-    def add(self, seen: Copy) -> Copy:
-        """Keep `seen` (its values must not change from now on); the oldest go past `max_values`."""
-        if seen.values.size > self._max_values:
-            return seen
-        with self._lock:
-            head = seen.values.reshape(-1)[:_HEAD].tobytes()
-            self._by_form.setdefault((tuple(seen.shape), seen.dtype), []).append((head, seen))
-            self._order.append(seen)
-            self._values += seen.values.size
-            while self._values > self._max_values:
-                oldest = self._order.pop(0)
-                self._values -= oldest.values.size
-                form = (tuple(oldest.shape), oldest.dtype)
-                self._by_form[form] = [kept for kept in self._by_form[form] if kept[1] is not oldest]
-                if not self._by_form[form]:
-                    del self._by_form[form]
-        return seen
-
-
-_HEAD = 8   # values compared first: two different tensors differ there, nearly always
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two float32 arrays of one size hold the same bits (compared as 64-bit words when
-    their size allows: half the elements)."""
-    if a.size % 2 == 0:
-        return np.array_equal(a.view(np.int64), b.view(np.int64))
-    return np.array_equal(a.view(np.int32), b.view(np.int32))
+    """`preview` of the tensor as it was copied."""
+    return _preview(copied.values, copied.shape, copied.dtype, name, tensor_id, side)
 
 
 def blob_of(copied: Copy, tensor_id: str) -> dict | None:
@@ -273,8 +189,7 @@ def _preview(values: np.ndarray, shape: list, dtype: str, name: str, tensor_id: 
         elif equal_blocks:
             grid = _equal_blocks(whole, out_rows, out_cols)
         else:
-            writable = whole if whole.flags.writeable else whole.copy()   # a blob's bytes are not
-            grid = F.adaptive_avg_pool2d(torch.from_numpy(writable)[None, None], (out_rows, out_cols))[0, 0].numpy()
+            grid = F.adaptive_avg_pool2d(torch.from_numpy(whole)[None, None], (out_rows, out_cols))[0, 0].numpy()
         stats = _stats(values, grid if equal_blocks else None)
     else:
         grid = values.reshape(0, 0)

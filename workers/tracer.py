@@ -137,7 +137,6 @@ class Tracer:
         self._local = threading.local()
         self._originals: dict[tuple[Any, str], Any] = {}
         self._dispatch = None   # the dispatch level (workers/dispatch_trace.py), while installed
-        self._recent = previews.Recent()   # tensors shown lately: one traced again reuses their blob and preview
 
     # ---- groups and labels -------------------------------------------------------------------
     def name_group(self, group: Any, name: str) -> None:
@@ -365,25 +364,21 @@ class Tracer:
         its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`).
         `later` (an end, with the tracer's `later`): only the tensors are copied now (the copy is
         what their blobs need anyway); the rest is done on the channel's thread while the rank goes on."""
+        ids = None
         if later and self.later is not None and (values := sum(t.numel() for t in tensors)) <= MAX_COPIED_VALUES:
-            found = [self._recent.find(t) for t in tensors]   # values shown lately: nothing to copy or send again
-            copies = [seen or self._recent.add(previews.copy(t, self._new_tensor_id())) for t, seen in zip(tensors, found)]
-            new = [seen is None for seen in found]
-            job = functools.partial(self._messages, dict(event), copies, names, new)
-            if not self.later(job, 4 * values):   # the channel's queue is full: made here, in order
-                for message in job():
-                    self.emit(message)
-            return
-        shown, line = self._previews_and_line(tensors, names, event)
+            copies = [previews.copy(t) for t in tensors]
+            ids = [self._new_tensor_id() for _ in tensors]
+            if self.later(functools.partial(self._messages, dict(event), copies, names, ids), 4 * values):
+                return
+        shown, line = self._previews_and_line(tensors, names, event, ids)   # or the channel's queue is full
         event["tensors"] = shown
         self.emit(Encoded(event, line) if line is not None else event)
 
-    def _messages(self, event: dict, copies: list[previews.Copy], names: list[str], new: list[bool]) -> list[dict]:
-        """A deferred call's blobs (of the values not sent before), then its event with the previews
-        (made from the copies)."""
-        blobs = [b for c, is_new in zip(copies, new) if is_new and (b := previews.blob_of(c, c.id)) is not None]
-        shown, line = self._fitting(lambda side: [previews.preview_of(c, n, c.id, side) for c, n in zip(copies, names)],
-                                    event)
+    def _messages(self, event: dict, copies: list[previews.Copy], names: list[str], ids: list[str]) -> list[dict]:
+        """A deferred call's blobs, then its event with the previews (made from the copies)."""
+        blobs = [b for c, i in zip(copies, ids) if (b := previews.blob_of(c, i)) is not None]
+        shown, line = self._fitting(
+            lambda side: [previews.preview_of(c, n, i, side) for c, n, i in zip(copies, names, ids)], event)
         event["tensors"] = shown
         return [*blobs, Encoded(event, line) if line is not None else event]
 
@@ -392,24 +387,11 @@ class Tracer:
         it, coarser grids if needed."""
         return self._previews_and_line(tensors, names, event)[0]
 
-    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str],
-                           event: dict) -> tuple[list[dict], bytes | None]:
-        kept = [self._kept(t) for t in tensors]
-        return self._fitting(lambda side: [previews.preview_kept(k, n, side) if k is not None
-                                           else previews.preview(t, n, None, side)
-                                           for t, n, k in zip(tensors, names, kept)], event)
-
-    def _kept(self, tensor: torch.Tensor) -> previews.Copy | None:
-        """The kept values `tensor` holds: shown lately (their blob sent already), or sent as a blob
-        now and kept; None when it is too large to keep."""
-        seen = self._recent.find(tensor)
-        if seen is not None:
-            return seen
-        made = previews.blob_kept(tensor, self._new_tensor_id())
-        if made is None:
-            return None
-        self.emit(made[0])
-        return self._recent.add(made[1])
+    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str], event: dict,
+                           ids: list[str] | None = None) -> tuple[list[dict], bytes | None]:
+        ids = [self.keep(t, i) for t, i in zip(tensors, ids or [None] * len(tensors))]
+        return self._fitting(lambda side: [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)],
+                             event)
 
     @staticmethod
     def _fitting(make: Callable[[int], list[dict]], event: dict) -> tuple[list[dict], bytes | None]:

@@ -190,32 +190,3 @@ def test_a_grid_is_the_mean_of_each_block_whichever_way_it_is_taken(shape):
     out = (min(shape[0], PREVIEW_SIDE), min(shape[1], PREVIEW_SIDE))
     expected = torch.nn.functional.adaptive_avg_pool2d(t[None, None], out)[0, 0]
     assert torch.allclose(previews.downsample(t, PREVIEW_SIDE), expected, rtol=1e-5, atol=1e-6)
-
-
-def test_recent_tensors_are_found_by_their_bits_shape_and_dtype_and_the_oldest_forgotten():
-    recent = previews.Recent(max_values=3 * 64)
-    x = torch.randn(8, 8)
-    x[0, 0] = float("nan")
-    kept = recent.add(previews.copy(x, "r0t0"))
-    assert recent.find(x.clone()) is kept                          # NaN matches itself: the same bits
-    assert recent.find(x.reshape(64)) is None                      # another shape
-    assert recent.find(x.double()) is None                         # another dtype
-    zeroed = x.clone()
-    zeroed[7, 7] = 0.0
-    signed = zeroed.clone()
-    signed[7, 7] = -0.0
-    recent.add(previews.copy(zeroed, "r0t1"))
-    assert recent.find(signed) is None                             # -0.0 is not 0.0 (its grid is written "-0.000")
-    assert recent.find(x.t()) is None                              # not contiguous: never matched
-    for i in range(2, 4):
-        recent.add(previews.copy(torch.randn(8, 8), f"r0t{i}"))
-    assert recent.find(x.clone()) is None and recent.find(zeroed).id == "r0t1"   # the oldest forgotten
-
-
-def test_a_kept_tensors_preview_is_made_once_and_shown_under_each_name():
-    kept = previews.copy(torch.randn(40, 40), "r0t0")
-    first = previews.preview_kept(kept, "input")
-    again = previews.preview_kept(kept, "output")
-    assert again == {**previews.preview(torch.from_numpy(kept.values), "output", "r0t0")}
-    assert again["stats"] is first["stats"] and again["preview"] is first["preview"]
-    assert previews.preview_kept(kept, "output", side=4)["preview"] != first["preview"]   # coarser: made anew

@@ -284,38 +284,12 @@ def test_every_preview_id_names_a_blob_with_the_full_values(traced):
     x = torch.randn(40, 40)                          # more than 32x32: the preview is not exact
     dist.all_reduce(x)
     ids = [p["id"] for e in emitted.events for p in e["tensors"]]
-    assert len(ids) == 2 and all(ids)
+    assert len(ids) == 2 and len(set(ids)) == 2
     for tensor_id in ids:
         blob = emitted.blobs[tensor_id]
         data = blob["data"]
         assert blob["shape"] == [40, 40]
         assert list(struct.unpack(f"<{40 * 40}f", data)) == pytest.approx(x.flatten().tolist())
-
-
-def test_values_traced_again_unchanged_are_sent_once_and_shown_the_same(traced):
-    """FSDP2 all-gathers the same unchanged parameters in the forward and the backward: the second
-    call's previews name the first one's blob, with the same statistics and grid; a value changed
-    by its last bit, or a tensor of another shape, is sent anew."""
-    _, emitted = traced
-    x = torch.randn(48, 40)
-    dist.all_reduce(x)                               # one rank: the output holds the input's values
-    dist.broadcast(x.clone(), src=0)                 # the same values again, in another tensor
-    changed = x.clone()
-    changed.view(torch.int32)[7, 3] += 1             # one bit
-    dist.broadcast(changed, src=0)
-    dist.broadcast(x.reshape(40, 48), src=0)         # the same values, another shape
-    shown = [p for e in emitted.events for p in e["tensors"]]
-    assert [p["name"] for p in shown] == ["tensor"] * 8
-    first = shown[0]
-    assert [p["id"] for p in shown[:4]] == [first["id"]] * 4
-    assert all((p["stats"], p["preview"]) == (first["stats"], first["preview"]) for p in shown[:4])
-    assert len({shown[0]["id"], shown[4]["id"], shown[6]["id"]}) == 3
-    assert shown[4]["stats"]["mean"] != first["stats"]["mean"] or shown[4]["preview"] != first["preview"]
-    assert sorted(emitted.blobs) == sorted({p["id"] for p in shown})   # one blob per distinct value set
-    for p in shown:
-        values = struct.unpack(f"<{48 * 40}f", emitted.blobs[p["id"]]["data"])
-        assert emitted.blobs[p["id"]]["shape"] == p["shape"]
-        assert pytest.approx(p["stats"]["mean"], rel=1e-4) == sum(values) / len(values)
 
 
 def test_a_diverged_check_is_still_valid_json(traced):
