@@ -21,7 +21,9 @@ from __future__ import annotations
 import queue
 import select
 import socket
+import sys
 import threading
+import traceback
 from typing import Callable
 
 from workers.protocol import BlobValues, Encoded, decode, encode, frame
@@ -47,6 +49,7 @@ class EventChannel:
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()   # blobs, jobs, flushes
         self._queue_lock = threading.Lock()
         self._unwritten = 0                     # jobs queued, not yet written: an event sent waits for them
+        self._lost_jobs = 0                     # jobs that raised: their calls' events are missing from the log
         self._queued_bytes = 0                  # the copies those jobs hold
         self._failure: OSError | None = None    # why the channel's thread stopped writing: every later send raises it
         self._closed = False
@@ -133,6 +136,7 @@ class EventChannel:
             messages = job() if self._failure is None else []
         except Exception:   # noqa: BLE001  a preview that could not be made: that call's event is lost, not the rank
             messages = []
+            self._say_lost()
         try:
             for message in messages:
                 if "blob" in message:
@@ -141,6 +145,14 @@ class EventChannel:
                     self._write_queued_event(message)
         finally:
             self._written(nbytes)
+
+    def _say_lost(self) -> None:
+        """The first lost event says why on the rank's stderr (its output panel); the rest only count."""
+        self._lost_jobs += 1
+        if self._lost_jobs == 1:
+            print("paralab tracer: a traced call's event could not be made and is missing from the log "
+                  "(later ones that fail are not reported again):", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
 
     def _written(self, nbytes: int) -> None:
         """A queued job is written: events go at once again when none is left."""

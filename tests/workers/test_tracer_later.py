@@ -125,12 +125,16 @@ def test_a_begin_is_written_before_its_call_starts_and_the_end_while_the_program
     assert [m["phase"] for m in listener.until_closed()[1:] if "kind" in m] == ["begin", "end"] * 2
 
 
-def test_a_job_that_fails_loses_its_own_messages_only_and_a_closed_channel_takes_no_job():
+def test_a_job_that_fails_loses_its_own_messages_only_and_a_closed_channel_takes_no_job(capfd):
     listener = Listener()
     channel = EventChannel(listener.address, "run1", "token", 0)
     assert channel.later(lambda: 1 / 0)
+    assert channel.later(lambda: [][1])
     channel.later(lambda: [{"kind": "log", "rank": 0, "t": 1.0, "message": "next"}])
     channel.send({"kind": "log", "rank": 0, "t": 2.0, "message": "after"})
     channel.close()
     assert not channel.later(lambda: [])            # the tracer then makes its messages at the call
     assert [m["message"] for m in listener.until_closed()[1:]] == ["next", "after"]
+    said = capfd.readouterr().err     # the rank's output panel says the first loss, once
+    assert said.count("could not be made and is missing from the log") == 1
+    assert "ZeroDivisionError" in said and "IndexError" not in said
