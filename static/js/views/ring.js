@@ -12,7 +12,7 @@
  * step 1"), else its input — the all-gather phase goes on from the reduce-scatter's buffer.
  */
 
-import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
+import { cacheOf, changed, drawn, h, morph, place, remPx, s, setAttributes, showNote, sizeOf } from "paralab/dom.js";
 import { afterColon, t, tPlural, tText } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
@@ -97,7 +97,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     return false;
   }
   if (!state.p2p.length && !gated.length) {
-    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
+    if (changed(container, "none")) showNote(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
     return true;
   }
   const analysis = analysisOf(state, runId, gated);
@@ -114,6 +114,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     ...arrows.map((a) => `${a.send?.seq}>${a.recv?.seq}:${a.status}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
     state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq, state.event?.rank].join(",");
   if (!changed(container, key)) return true;
+  drawn(container);
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
   const n = Math.max(1, ...values.map((v) => v.length));
