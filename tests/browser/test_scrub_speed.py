@@ -172,6 +172,9 @@ def test_a_run_of_many_calls_lists_24_around_the_cursor_and_counts_them_all(page
     page.keyboard.press("Home")
     expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq 1 / {big_run['events']}")
     expect(page.locator("#comm")).to_contain_text("Nothing communicated yet")
+    # the table is kept behind the note, laid out but not shown (End puts it back without laying it out again)
+    expect(page.locator("#comm")).to_have_text("Nothing communicated yet at this step.", use_inner_text=True)
+    expect(page.locator("#comm table")).not_to_be_visible()
     page.keyboard.press("End")
     expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
     for id_, panel in panels.items():
@@ -192,3 +195,30 @@ def test_the_current_source_line_far_down_the_file_is_scrolled_into_its_box(page
     page.wait_for_function("""() => { const box = document.querySelector(".source-code").getBoundingClientRect();
       const line = document.querySelector(".source-code .line.current").getBoundingClientRect();
       return line.top >= box.top && line.bottom <= box.bottom; }""", timeout=5000)
+
+
+def test_the_send_recv_panel_shows_a_place_as_a_page_opened_there_shows_it(page: Page, server, big_run):
+    """The panel pairs a run's sends with their recvs once, as it first sees the calls, and cuts the pairs to the
+    calls begun at the cursor: reached from the end, where every call was paired, a place shows the transfers that
+    a page opened at that place (pairing only the calls begun there) shows."""
+    total = big_run["events"]
+    places = [total // 4, total // 2, 2 * total // 3]
+    ring = page.locator("#ring")
+    drawn = lambda: (ring.locator(".ring-status").inner_text(), ring.locator("path.ring-arrow").evaluate_all(
+        "paths => paths.map((p) => `${p.dataset.from}>${p.dataset.to} ${p.getAttribute('class')}`)"))
+    opened_there = {}
+    for seq in places:
+        page.goto(f"{server.url}/lessons/pp?run={big_run['id']}&seq={seq}")
+        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {total}")
+        ring.scroll_into_view_if_needed()
+        expect(page.locator("#ring-panel")).not_to_have_attribute("data-stale", "")
+        opened_there[seq] = drawn()
+        assert opened_there[seq][1], f"no transfer drawn at seq {seq}"
+    open_at_end(page, server, big_run)
+    ring.scroll_into_view_if_needed()
+    for seq in places:
+        page.evaluate("""(index) => { window.paralab.store.seek(index);       // drawn in the next frame, the panel on screen
+          return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))); }""", seq - 1)
+        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {total}")
+        expect(page.locator("#ring-panel")).not_to_have_attribute("data-stale", "")
+        assert drawn() == opened_there[seq], seq

@@ -4,7 +4,7 @@
  * their difference as heatmaps.
  */
 
-import { changed, fill, fillKept, h, remPx } from "paralab/dom.js";
+import { changed, drawn, fillKept, h, remPx, showNote } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { t, tText } from "paralab/i18n.js";
 import { formatNumber } from "paralab/replay.js";
@@ -44,9 +44,10 @@ export function renderChecks(container, state, { runId, worldSize }) {
   if (!changed(container, key)) return;
   const groups = [...state.checks.values()];
   if (!groups.length) {
-    fill(container, h("p", { class: "empty" }, "No checks yet at this step: each rank compares its numbers with the single-process reference at the end."));
+    showNote(container, h("p", { class: "empty" }, "No checks yet at this step: each rank compares its numbers with the single-process reference at the end."));
     return;
   }
+  drawn(container);
   const rows = groups.flatMap((g) => [...g.rows.values()]);
   const failed = rows.filter((e) => !e.passed).length;
   const ranks = worldSize || Math.max(...groups.map((g) => g.rows.size));

@@ -5,7 +5,7 @@
  * lecturer can talk over it); ranks that have finished show their outputs. Derived from the log only.
  */
 
-import { changed, fill, fillKept, h, remPx, s, sizeOf } from "paralab/dom.js";
+import { changed, drawn, fill, fillKept, h, remPx, s, showNote, sizeOf } from "paralab/dom.js";
 import { rankColour, SUM_COLOUR } from "paralab/palette.js";
 import { t } from "paralab/i18n.js";
 import { formatBytes, parseSite, rankList } from "paralab/replay.js";
@@ -117,9 +117,10 @@ export function renderCollective(container, state, runId = null) {
   const key = c ? [runId, c.key, c.begins.size, c.ends.size, width, rem, state.event?.kind === "collective"].join("|") : "none";
   if (!changed(container, key)) return;
   if (!c) {
-    fill(container, h("p", { class: "empty" }, "No collective yet at this step. Step forward (→) to reach one."));
+    showNote(container, h("p", { class: "empty" }, "No collective yet at this step. Step forward (→) to reach one."));
     return;
   }
+  drawn(container);
   if (runId === null) fill(container, ...drawing(c, state, width, rem));
   else fillKept(container, key, () => drawing(c, state, width, rem));
 }

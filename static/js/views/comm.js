@@ -9,7 +9,7 @@
  * for the person releasing them).
  */
 
-import { changed, h, morph } from "paralab/dom.js";
+import { changed, drawn, h, morph, showNote } from "paralab/dom.js";
 import { formatRate, formatSeconds } from "paralab/cost-model.js";
 import { t } from "paralab/i18n.js";
 import { collectiveKey, formatBytes } from "paralab/replay.js";
@@ -55,9 +55,10 @@ export function renderComm(container, state, { runId }) {
     ...rows.slice(from, to).map((row, i) => `${row.seq}:${ends[from + i]?.seq}`)].join(",");
   if (!changed(container, key)) return;
   if (!rows.length && !expected) {
-    morph(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
+    showNote(container, h("p", { class: "empty" }, "Nothing communicated yet at this step."));
     return;
   }
+  drawn(container);
   const total = rows.reduce((sum, r) => sum + (r.begin.bytes || 0), 0);
   const largest = Math.max(1, ...rows.map((r) => r.begin.bytes || 0), expected?.value || 0);
   const verdict = !expected ? null

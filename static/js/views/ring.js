@@ -12,7 +12,7 @@
  * step 1"), else its input — the all-gather phase goes on from the reduce-scatter's buffer.
  */
 
-import { cacheOf, changed, fill, h, morph, place, remPx, s, setAttributes, sizeOf } from "paralab/dom.js";
+import { cacheOf, changed, drawn, h, morph, place, remPx, s, setAttributes, showNote, sizeOf } from "paralab/dom.js";
 import { afterColon, t, tPlural, tText } from "paralab/i18n.js";
 import { rankColour } from "paralab/palette.js";
 import { formatNumber } from "paralab/replay.js";
@@ -97,7 +97,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     return false;
   }
   if (!state.p2p.length && !gated.length) {
-    if (changed(container, "none")) fill(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
+    if (changed(container, "none")) showNote(container, h("p", { class: "empty" }, "No send/recv yet at this step."));
     return true;
   }
   const analysis = analysisOf(state, runId, gated);
@@ -114,6 +114,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
     ...arrows.map((a) => `${a.send?.seq}>${a.recv?.seq}:${a.status}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
     state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq, state.event?.rank].join(",");
   if (!changed(container, key)) return true;
+  drawn(container);
 
   const values = buffers.map((b) => (b?.tensor?.preview || []).flat().map(cellValue));
   const n = Math.max(1, ...values.map((v) => v.length));
@@ -241,9 +242,8 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
 // What the send/recv calls at a state make — the steps, and each step's transfers paired — kept for the
 // latest few states by what decides it: the run, the last event that began or ended a send/recv
 // (`state.p2pSeq`: until the next one, the calls are the same) and the gates. A step over a compute event,
-// or back to a place seen before (End after Home), pairs nothing again: a pipeline's thousands of sends
-// are one step, and pairing them all took most of a step's time.
-const analyses = new Map();      // key → {byKey, steps, byStep: Map step key → its transfers}
+// or back to a place seen before (End after Home), pairs nothing again.
+const analyses = new Map();      // key → {calls, steps, byStep: Map step key → its transfers}
 const KEPT_ANALYSES = 4;
 
 function analysisOf(state, runId, gated) {
@@ -254,24 +254,108 @@ function analysisOf(state, runId, gated) {
     analyses.set(key, kept);
     return kept;
   }
-  const byKey = new Map();
-  for (const sp of state.p2p) if (!byKey.has(sp.label)) byKey.set(sp.label, stepOf(sp.label));
-  for (const g of gated) if (!byKey.has(g.label)) byKey.set(g.label, stepOf(g.label));
-  const steps = [...new Map([...byKey.values()].map((st) => [st.key, st])).values()];
-  const made = { byKey, steps, byStep: new Map() };
+  const calls = callsOf(state, runId);
+  const seen = state.p2p.length;
+  const steps = calls.order.filter((st) => calls.byStep.get(st.key).ats[0] < seen);
+  for (const g of gated) {
+    const st = stepOfLabel(g.label);
+    if (!steps.some((x) => x.key === st.key)) steps.push(st);
+  }
+  const made = { calls, steps, byStep: new Map() };
   if (key === null) return made;
   analyses.set(key, made);
   if (analyses.size > KEPT_ANALYSES) analyses.delete(analyses.keys().next().value);
   return made;
 }
 
+const stepsByLabel = new Map();
+function stepOfLabel(label) {
+  let st = stepsByLabel.get(label);
+  if (!st) {
+    if (stepsByLabel.size > 10_000) stepsByLabel.clear();
+    st = stepOf(label);
+    stepsByLabel.set(label, st);
+  }
+  return st;
+}
+
+// ---- a run's send/recv calls by step, and each send's recv, kept as the calls are seen ----------------
+// A state's calls are the first N of the run's (state.p2p holds them in the order they began), and the
+// pairing is the same for every N: a send takes the first recv of its queue not taken by an earlier send,
+// and a recv that begins later comes later in its queue. So the pairs made for the most calls seen serve any
+// state before, and a state further on pairs only its new calls: a pipeline's or a program's thousands of
+// sends are one step, and pairing them all again took most of a move's time on a big run. A step with a
+// recv from any rank (its queue depends on who sent first) is paired at each state instead (pairUp).
+let runCalls = null;
+
+function callsOf(state, runId) {
+  const seen = state.p2p.length;
+  const known = runCalls && runCalls.runId === runId ? Math.min(seen, runCalls.seqs.length) : 0;
+  if (!runCalls || runCalls.runId !== runId || (known && state.p2p[known - 1].seq !== runCalls.seqs[known - 1])) {
+    runCalls = { runId, seqs: [], order: [], byStep: new Map() };
+  }
+  const calls = runCalls;
+  const before = calls.seqs.length;
+  for (let at = before; at < seen; at++) {
+    const sp = state.p2p[at];
+    calls.seqs.push(sp.seq);
+    const st = stepOfLabel(sp.label);
+    let step = calls.byStep.get(st.key);
+    if (!step) {
+      step = { ats: [], sendAts: [], recvAts: [], recvOf: new Map(), sendOf: new Map(), queues: new Map(), unmatched: [], anySource: false };
+      calls.byStep.set(st.key, step);
+      calls.order.push(st);
+    }
+    step.ats.push(at);
+    if (sp.op === "send") {
+      step.sendAts.push(at);
+      step.unmatched.push([at, `${sp.peer}<${sp.rank}:${sp.tag}`]);   // the queue of recvs it can go to
+      continue;
+    }
+    const peer = sp.begin ? sp.begin.peer : sp.peer;
+    if (peer === null || peer === undefined) step.anySource = true;
+    step.recvAts.push(at);
+    const key = `${sp.rank}<${peer}:${sp.tag}`;
+    if (!step.queues.has(key)) step.queues.set(key, { recvs: [], next: 0 });
+    step.queues.get(key).recvs.push(at);
+  }
+  if (seen > before) for (const step of calls.byStep.values()) if (step.unmatched.length && !step.anySource) matchSends(step);
+  return calls;
+}
+
+/** Give the step's sends still without a recv, in order, the first recv of their queue not taken. */
+function matchSends(step) {
+  step.unmatched = step.unmatched.filter(([sendAt, queue]) => {
+    const q = step.queues.get(queue);
+    while (q && q.next < q.recvs.length && step.sendOf.has(q.recvs[q.next])) q.next += 1;
+    if (!q || q.next >= q.recvs.length) return true;
+    const recvAt = q.recvs[q.next];
+    step.recvOf.set(sendAt, recvAt);
+    step.sendOf.set(recvAt, sendAt);
+    return false;
+  });
+}
+
+/** How many of the ascending numbers `ats` are below `n`. */
+function countBelow(ats, n) {
+  let lo = 0;
+  let hi = ats.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ats[mid] < n) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** The step's calls, its sends paired with their recvs, and the arrows to draw (each with its chunk). */
 function transfersOf(analysis, state, step, gated) {
   const kept = analysis.byStep.get(step.key);
   if (kept) return kept;
-  const spans = state.p2p.filter((sp) => analysis.byKey.get(sp.label).key === step.key);
-  const gatedHere = gated.filter((g) => stepOf(g.label).key === step.key);
-  const { sends, waitingRecvs } = pairUp(spans);
+  const calls = analysis.calls.byStep.get(step.key);
+  const spans = calls ? calls.ats.slice(0, countBelow(calls.ats, state.p2p.length)).map((at) => state.p2p[at]) : [];
+  const gatedHere = gated.filter((g) => stepOfLabel(g.label).key === step.key);
+  const { sends, waitingRecvs } = !calls ? { sends: [], waitingRecvs: [] } : calls.anySource ? pairUp(spans) : pairsAt(calls, state);
   const atGates = gatedHere.filter((g) => g.op === "send")
     .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
   const all = [...sends, ...waitingRecvs, ...atGates];
@@ -280,6 +364,27 @@ function transfersOf(analysis, state, step, gated) {
   const made = { spans, labelled: spans.some((sp) => sp.label), gatedHere, sends, waitingRecvs, atGates, all, arrows };
   analysis.byStep.set(step.key, made);
   return made;
+}
+
+/** The step's sends at `state`, each with its recv where that has begun, and the recvs begun there that no
+ *  send begun there answers (the pairs kept in `calls` cut to the state's calls). */
+function pairsAt(calls, state) {
+  const seen = state.p2p.length;
+  const sends = [];
+  for (let i = 0; i < calls.sendAts.length && calls.sendAts[i] < seen; i++) {
+    const send = state.p2p[calls.sendAts[i]];
+    const recvAt = calls.recvOf.get(calls.sendAts[i]);
+    const recv = recvAt !== undefined && recvAt < seen ? state.p2p[recvAt] : undefined;
+    sends.push({ from: send.rank, to: send.peer, status: recv?.end ? "delivered" : "flying", send, recv });
+  }
+  const waitingRecvs = [];
+  for (let i = 0; i < calls.recvAts.length && calls.recvAts[i] < seen; i++) {
+    const sendAt = calls.sendOf.get(calls.recvAts[i]);
+    if (sendAt !== undefined && sendAt < seen) continue;
+    const recv = state.p2p[calls.recvAts[i]];
+    waitingRecvs.push({ from: recv.peer, to: recv.rank, status: "waiting", recv });
+  }
+  return { sends, waitingRecvs };
 }
 
 /**
