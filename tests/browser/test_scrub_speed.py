@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -175,6 +176,11 @@ def test_a_run_of_many_calls_lists_24_around_the_cursor_and_counts_them_all(page
     # the table is kept behind the note, laid out but not shown (End puts it back without laying it out again)
     expect(page.locator("#comm")).to_have_text("Nothing communicated yet at this step.", use_inner_text=True)
     expect(page.locator("#comm table")).not_to_be_visible()
+    with page.expect_download() as download:   # its picture is what is shown: the note, not the table kept
+        page.locator(".panel:has(#comm)").get_by_role("button", name="SVG").click()
+    picture = Path(download.value.path()).read_text()
+    assert "Nothing communicated yet" in picture, "the picture lacks the note shown"
+    assert "<table" not in picture, "the picture holds the table kept behind the note"
     page.keyboard.press("End")
     expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
     for id_, panel in panels.items():

@@ -78,6 +78,11 @@ function mainSvg(container) {
   return biggest && area(biggest) >= 0.35 * area(container) ? biggest : null;
 }
 
+/** A drawing a panel keeps behind its "nothing yet" note (dom.js `showNote`) is not on screen: not in the picture either. */
+function dropKeptHidden(clone) {
+  for (const kept of clone.querySelectorAll(".kept-hidden")) kept.remove();
+}
+
 /** The picture in `container` as SVG text, with `padding` px around it. */
 export function pictureSvg(container, { padding = 12 } = {}) {
   const fill = background(container);
@@ -86,6 +91,7 @@ export function pictureSvg(container, { padding = 12 } = {}) {
     const r = svg.getBoundingClientRect();
     const clone = svg.cloneNode(true);
     inlineStyles(svg, clone, SVG_PROPS);
+    dropKeptHidden(clone);
     const width = Math.ceil(r.width + 2 * padding);
     const height = Math.ceil(r.height + 2 * padding);
     const out = document.createElementNS(SVG_NS, "svg");
@@ -109,6 +115,7 @@ export function pictureSvg(container, { padding = 12 } = {}) {
   const height = Math.ceil(Math.max(container.scrollHeight, r.height) + 2 * padding);
   const clone = container.cloneNode(true);
   inlineStyles(container, clone, HTML_PROPS);
+  dropKeptHidden(clone);
   clone.removeAttribute("id");
   clone.style.margin = `${padding}px`;
   clone.style.overflow = "visible";
