@@ -109,6 +109,10 @@ def test_scrubber_and_keyboard_step_through_the_log(page: Page, server):
     before = snapshot(page)
     assert before != at_g_end
     page.keyboard.press("ArrowRight")
+    expect(counter(page)).to_have_text(f"seq {g_end} / {total}")
+    # the checks drawn at the end, kept behind the note, take no room and show nothing (one shown on screen did)
+    assert page.locator("#checks").evaluate(
+        "el => [...el.querySelectorAll(':scope > .kept-hidden')].every((kept) => kept.getBoundingClientRect().height === 0)")
     assert snapshot(page) == at_g_end                      # forward again: the very same picture
     page.keyboard.press("ArrowLeft")
     assert snapshot(page) == before                         # and back again
