@@ -1,11 +1,13 @@
-"""Tracing overhead: the same tp_mlp run through the same warm launcher, traced and untraced.
+"""Tracing overhead: the same run through the same warm launcher, traced and untraced.
 
 Times each run from the launch request to the supervisor's report that every rank has exited
-(the ranks' whole life: fork, process group, lesson, exit), alternating traced and untraced runs,
-for the lesson's default sizes and for a larger block. Prints the medians and the ratio
-(budget: traced / untraced ≤ 1.25). Then the same for torch's own parallel APIs, traced at the
-dispatch level: an FSDP2 program and a DTensor one (bench/torch_api_overhead.py).
-Usage: python bench/tracing_overhead.py [--repeats 15] [--world-size 4]
+(the ranks' whole life: fork, process group, program, exit), alternating traced and untraced runs:
+the tp_mlp lesson at its default sizes and a larger block, then programs run as a user's own
+(the script lesson) on torch's parallel APIs, traced at the dispatch level: the playground's FSDP2
+and DTensor examples and the bigger FSDP2 and DTensor programs of bench/programs/. Prints the
+medians and the ratio (budget: traced / untraced ≤ 1.25). Then the stricter measure of
+bench/torch_api_overhead.py: the same bigger programs' steps in ranks already started.
+Usage: python bench/tracing_overhead.py [--repeats 15] [--world-size 4] [--only SUBSTRING] [--no-steps]
 """
 
 from __future__ import annotations
@@ -25,9 +27,21 @@ sys.path.insert(0, str(REPO))
 from workers.launch_request import LaunchRequest  # noqa: E402
 from workers.protocol import frame_length  # noqa: E402
 
-SIZES = {
-    "default (S=8, H=16, FFN=64)": {},
-    "larger (S=256, H=256, FFN=1024)": {"seq_len": 256, "hidden": 256, "ffn": 1024},
+EXAMPLES = REPO / "workers" / "lessons" / "script" / "examples"
+PROGRAMS = REPO / "bench" / "programs"
+
+
+def script(path: Path) -> dict:
+    return {"source": path.read_text(), "filename": path.name}
+
+
+WORKLOADS = {   # name: (lesson, params)
+    "tp_mlp default (S=8, H=16, FFN=64)": ("tp_mlp", {}),
+    "tp_mlp larger (S=256, H=256, FFN=1024)": ("tp_mlp", {"seq_len": 256, "hidden": 256, "ffn": 1024}),
+    "script: the playground's FSDP2 example": ("script", script(EXAMPLES / "fsdp2.py")),
+    "script: the playground's DTensor example": ("script", script(EXAMPLES / "tensor_parallel.py")),
+    "script: FSDP2, 4 × Linear(256), 5 steps": ("script", script(PROGRAMS / "fsdp2_train.py")),
+    "script: DTensor MLP 256 → 1024 → 256, 5 steps": ("script", script(PROGRAMS / "dtensor_tp.py")),
 }
 
 
@@ -59,9 +73,9 @@ class EventSink:
                     self.reported[run_id].set()
 
 
-def run_once(launcher, sink: EventSink, run_id: str, world_size: int, params: dict, trace: bool) -> float:
+def run_once(launcher, sink: EventSink, run_id: str, world_size: int, lesson: str, params: dict, trace: bool) -> float:
     sink.reported[run_id] = threading.Event()
-    request = LaunchRequest(run_id=run_id, token="bench", lesson="tp_mlp", world_size=world_size,
+    request = LaunchRequest(run_id=run_id, token="bench", lesson=lesson, world_size=world_size,
                             events_address=sink.address, t0=time.monotonic(), time_limit_s=60,
                             params=params, trace=trace)
     start = time.perf_counter()
@@ -77,25 +91,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--world-size", type=int, default=4)
+    parser.add_argument("--only", default="", help="only the workloads whose name holds this")
+    parser.add_argument("--no-steps", action="store_true", help="skip bench/torch_api_overhead.py")
     args = parser.parse_args()
     sink = EventSink()
     launcher = subprocess.Popen([sys.executable, "-m", "workers.launcher"], cwd=REPO, text=True,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     launcher.stdout.readline()   # ready
     try:
-        for name, params in SIZES.items():
+        for w, (name, (lesson, params)) in enumerate(WORKLOADS.items()):
+            if args.only not in name:
+                continue
             times = {True: [], False: []}
-            run_once(launcher, sink, f"warm-{len(name)}", args.world_size, params, True)
+            run_once(launcher, sink, f"warm-{w}", args.world_size, lesson, params, True)
             for i in range(args.repeats):
                 for trace in ((True, False) if i % 2 == 0 else (False, True)):   # no order bias
-                    times[trace].append(run_once(launcher, sink, f"r{len(name)}-{i}-{trace}", args.world_size, params, trace))
+                    run_id = f"r{w}-{i}-{trace}"
+                    times[trace].append(run_once(launcher, sink, run_id, args.world_size, lesson, params, trace))
             traced, plain = statistics.median(times[True]), statistics.median(times[False])
-            print(f"tp_mlp {name}, {args.world_size} ranks: traced median {traced * 1000:.1f} ms, "
-                  f"untraced {plain * 1000:.1f} ms, ratio {traced / plain:.3f} (budget ≤ 1.25)")
+            print(f"{name}, {args.world_size} ranks: traced median {traced * 1000:.1f} ms, "
+                  f"untraced {plain * 1000:.1f} ms, ratio {traced / plain:.3f} (budget ≤ 1.25)", flush=True)
     finally:
         launcher.stdin.close()
         launcher.wait()
-    subprocess.run([sys.executable, str(REPO / "bench" / "torch_api_overhead.py"), "--world-size", "2"], check=True)
+    if not args.no_steps:
+        subprocess.run([sys.executable, str(REPO / "bench" / "torch_api_overhead.py"), "--world-size", "2"], check=True)
 
 
 if __name__ == "__main__":
