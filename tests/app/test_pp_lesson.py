@@ -312,14 +312,15 @@ def test_a_slow_stage_takes_three_times_longer(finished):
     assert run["status"] == "done", run["error"]
     assert all(c["passed"] for c in run["checks"])
     forwards = [s for s in spans(finished["slow"]["events"]) if s["name"] == "F"]
-    slow = statistics.median(s["duration"] for s in forwards if s["stage"] == 5)
     normal = statistics.median(s["duration"] for s in forwards if s["stage"] != 5)
-    same_rank = statistics.median(s["duration"] for s in forwards if s["stage"] == 1)
     # a forward is its 30 ms delay plus a little compute and scheduling (more on a busy machine); the
-    # slow stage's delay is three times as long, so it takes 2 × 30 ms more than the others
+    # slow stage's delay is three times as long, so it takes 2 × 30 ms more than the others. A loaded
+    # machine only adds to a span, so the quickest span of each stage is the one to compare.
     assert 0.030 <= normal <= 0.060, normal
-    assert slow - normal == pytest.approx(0.060, abs=0.015), (slow, normal)
-    assert abs(same_rank - normal) <= 0.015, (same_rank, normal)
+    quickest = {stage: min(s["duration"] for s in forwards if s["stage"] == stage) for stage in (1, 5)}
+    others = min(s["duration"] for s in forwards if s["stage"] != 5)
+    assert quickest[5] - others == pytest.approx(0.060, abs=0.015), (quickest, others)
+    assert abs(quickest[1] - others) <= 0.015, (quickest, others)
 
 
 # ---- the measured bubble --------------------------------------------------------------------------

@@ -21,7 +21,12 @@ def test_the_language_button_has_its_own_glyphs(page: Page, server):
     assert loaded == [['"Paralab zh button"', "loaded"]] or loaded == [["Paralab zh button", "loaded"]]
 
     # Drawn with that font alone, both characters come from it (the browser says which font drew them).
-    button.evaluate("b => { b.style.fontFamily = '\"Paralab zh button\"'; }")
+    # (then a frame drawn with it: asked before, a loaded machine's browser can answer for the old style)
+    button.evaluate("""b => new Promise((drawn) => {
+      b.style.fontFamily = '"Paralab zh button"';
+      void b.offsetWidth;
+      requestAnimationFrame(() => requestAnimationFrame(drawn));
+    })""")
     cdp = page.context.new_cdp_session(page)
     cdp.send("DOM.enable")
     cdp.send("CSS.enable")

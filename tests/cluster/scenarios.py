@@ -71,7 +71,7 @@ def student(name: str) -> httpx.Client:
 
 
 def run_state(run_id: str) -> dict:
-    return CLIENT.get(f"{URL}/api/runs/{run_id}", timeout=10).json()
+    return CLIENT.get(f"{URL}/api/runs/{run_id}", timeout=60).json()
 
 
 def wait_final(run_id: str, timeout: float = 90) -> dict:
@@ -85,7 +85,7 @@ def wait_final(run_id: str, timeout: float = 90) -> dict:
 
 
 def events(run_id: str) -> list[dict]:
-    text = CLIENT.get(f"{URL}/api/runs/{run_id}/events", timeout=10).text
+    text = CLIENT.get(f"{URL}/api/runs/{run_id}/events", timeout=60).text
     return [json.loads(line) for line in text.splitlines()]
 
 
@@ -247,7 +247,7 @@ def scenario_cancel() -> dict:
     run_id = post({"lesson": "tp_mlp", "world_size": 4, "placement": "spread", "step": True})
     wait_at_gates(run_id, 4)
     during = len(launcher_processes())
-    assert CLIENT.delete(f"{URL}/api/runs/{run_id}", timeout=10).status_code in (200, 202, 204)
+    assert CLIENT.delete(f"{URL}/api/runs/{run_id}", timeout=60).status_code in (200, 202, 204)
     state = wait_final(run_id, timeout=30)
     deadline = time.monotonic() + 15
     while len(launcher_processes()) > idle and time.monotonic() < deadline:
