@@ -20,6 +20,7 @@ through). Ops that are not collectives never reach this module: they cost nothin
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from dataclasses import dataclass
@@ -151,8 +152,11 @@ _FUNCOL_OPS = {
 }
 
 
+@functools.cache
 def _table() -> dict:
-    """Every traced op overload, by the op object torch dispatches (one dict lookup per op)."""
+    """Every traced op overload, by the op object torch dispatches (one dict lookup per op). Built
+    once, at import (in the warm launcher: a traced rank's install would spend 2–3 ms on it); the
+    namespaces are torch's own, all registered by then (this module imports DTensor's)."""
     table = {}
     for namespace, ops in (("c10d", _C10D_OPS), ("_c10d_functional", _FUNCOL_OPS),
                            ("_c10d_functional_autograd", _FUNCOL_OPS), ("_dtensor", _FUNCOL_OPS)):
@@ -209,6 +213,7 @@ def _dtensor_fields(frame, group) -> dict:
 
 
 _REDISTRIBUTE_CODE = _redistribute_code()
+_table()
 
 
 class DispatchLevel:

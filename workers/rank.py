@@ -23,6 +23,7 @@ from workers.launch_request import LaunchRequest
 from workers.lessons import LESSONS
 from workers.protocol import Log, Rank
 from workers.tracer import Tracer
+import workers.dispatch_trace  # noqa: F401  Tracer.install's (it imports DTensor): in the warm process, not in each traced rank
 
 
 def _device(backend: str, rank: int) -> torch.device:

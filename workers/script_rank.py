@@ -29,6 +29,7 @@ from workers.launch_request import LaunchRequest
 from workers.lessons import LESSONS
 from workers.protocol import Log, Rank
 from workers.tracer import Tracer
+import workers.dispatch_trace  # noqa: F401  Tracer.install's (it imports DTensor): in the warm process, not in each traced rank
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MASTER_PORT_KEY = "script/master_port"
