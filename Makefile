@@ -6,7 +6,7 @@ PYTHON ?= python3
 # took 15 min where one process took 18½ (docs/benchmarks.md, "The test suite on two cores").
 TEST_WORKERS ?= 2
 FAST_WORKERS ?= 2
-xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup)
+xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup --no-loadscope-reorder)
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 
