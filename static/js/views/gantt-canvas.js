@@ -149,10 +149,11 @@ function paintChart(canvas) {
     ctx.stroke();
     ctx.setLineDash([]);
   }
-  // made only while the viewer steps (the cursor's time moved a little): after a jump the next move goes anywhere
+  // Made when the browser is idle; soon (within SETTLE_WAIT_MS) while the viewer steps (the cursor's time moved a
+  // little): after a jump the next move may go anywhere.
   const stepping = now !== null && canvas.gantt.lastNow !== undefined && Math.abs(now - canvas.gantt.lastNow) <= STEP_SPAN * (axis.end - axis.start);
   canvas.gantt.lastNow = now ?? undefined;
-  if ((!base || base.behind) && stepping) keepSettled(canvas);
+  if (!base || base.behind) keepSettled(canvas, stepping);
 }
 
 const font = (weight, size) => `${weight} ${size}px system-ui, sans-serif`;
@@ -301,7 +302,8 @@ function paintBlocks(ctx, laid, X, frame, from = null, to = null) {
 // whole and a new one is made when idle.
 
 const SETTLED_BEHIND = 256;
-const STEP_SPAN = 0.02;        // a move of the cursor's time by at most this share of the axis is a step     // settled blocks not yet in the painting before it is brought up to date (when idle)
+const STEP_SPAN = 0.02;        // a move of the cursor's time by at most this share of the axis is a step
+const SETTLE_WAIT_MS = 100;    // stepping, the painting is made by then even if the browser is never idle     // settled blocks not yet in the painting before it is brought up to date (when idle)
 
 /** The chart's frame, as a key: a settled painting serves only the same one. */
 function frameKey(g, dpr) {
@@ -331,13 +333,15 @@ function settledBase(canvas, dpr) {
   return base;
 }
 
-/** Make (or bring up to date) the settled painting of the chart's latest rows, when the browser is idle. */
-function keepSettled(canvas) {
+/** Make (or bring up to date) the settled painting of the chart's latest rows when the browser is idle (`soon`: by
+ *  SETTLE_WAIT_MS at the latest). */
+function keepSettled(canvas, soon) {
   const g = canvas.gantt;
-  if (g.settling || !(g.settledArrows > 0 || g.layout.laid.some((l) => l.lanes.some((lane) => lane.settled > 0)))) return;
-  g.settling = true;
+  if (!(g.settledArrows > 0 || g.layout.laid.some((l) => l.lanes.some((lane) => lane.settled > 0)))) return;
+  if (g.settling && (g.settling.soon || !soon)) return;
+  if (g.settling) window.cancelIdleCallback?.(g.settling.handle);
   const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 50));
-  idle(() => {
+  g.settling = { soon, handle: idle(() => {
     const dpr = window.devicePixelRatio || 1;
     const key = frameKey(g, dpr);
     const lanes = g.layout.laid.flatMap((l) => l.lanes);
@@ -380,9 +384,9 @@ function keepSettled(canvas) {
       g.base?.bitmap?.close?.();
       g.base?.arrowsBitmap?.close?.();
       g.base = { key, layer, bitmap, painted, arrowsLayer, arrowsBitmap, arrows, taken: allTaken, behind: false };
-      g.settling = false;
-    }, () => { g.settling = false; });
-  }, { timeout: 100 });
+      g.settling = null;
+    }, () => { g.settling = null; });
+  }, soon ? { timeout: SETTLE_WAIT_MS } : {}) };
 }
 
 /** `cls` (a class name, a list of them, nested or with falsy holes) holds `name`? Allocates nothing. */
