@@ -42,13 +42,24 @@ const remembered = new Map();           // lang → Map(text → translation): a
 const TRANSLATED = /[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 let lessonTexts = {};
 
-export function currentLang() {
+function storedLang() {
   try {
     const lang = localStorage.getItem(KEY);
     return lang && Object.hasOwn(LANGS, lang) ? lang : "en";
   } catch {
     return "en";
   }
+}
+
+// Read from localStorage once, then kept (setLang, another tab's switch): every sentence a view writes asks
+// for it, and a read of localStorage at each was 1–2 ms of a move on a big run.
+let langNow = storedLang();
+addEventListener("storage", (event) => {
+  if (event.key === KEY || event.key === null) langNow = storedLang();
+});
+
+export function currentLang() {
+  return langNow;
 }
 
 async function load(lang) {
@@ -282,6 +293,7 @@ export async function setLang(lang) {
   const asked = Object.hasOwn(LANGS, lang) ? lang : "en";
   await load(asked);
   const wanted = dictionaries[asked] ? asked : "en";
+  langNow = wanted;
   try {
     localStorage.setItem(KEY, wanted);
   } catch {

@@ -228,3 +228,52 @@ def test_the_send_recv_panel_shows_a_place_as_a_page_opened_there_shows_it(page:
         expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {total}")
         expect(page.locator("#ring-panel")).not_to_have_attribute("data-stale", "")
         assert drawn() == opened_there[seq], seq
+
+
+# The chart's pixels, compared with another picture of it in the page: the most any channel of a pixel differs.
+_MOST_DIFFERENCE_JS = """async ([a, b]) => {
+  const pixels = async (src) => {
+    const image = new Image();
+    image.src = src;
+    await image.decode();
+    const canvas = new OffscreenCanvas(image.width, image.height);
+    const ctx = canvas.getContext("2d");
+    ctx.drawImage(image, 0, 0);
+    return [image.width, image.height, ctx.getImageData(0, 0, image.width, image.height).data];
+  };
+  const [[wa, ha, pa], [wb, hb, pb]] = [await pixels(a), await pixels(b)];
+  if (wa !== wb || ha !== hb) return 255;
+  let most = 0;
+  for (let i = 0; i < pa.length; i++) most = Math.max(most, Math.abs(pa[i] - pb[i]));
+  return most;
+}"""
+
+
+def test_a_chart_reached_by_steps_is_the_chart_painted_there(page: Page, server, big_run):
+    """Stepping, the measured chart copies a painting it kept of the blocks and arrows that ended well before the
+    cursor and paints the rest over it: what it shows is the chart a page opened at that place paints whole (but
+    for the rounding of the arrows' translucent lines composited as a layer, a few levels of 255)."""
+    open_at_end(page, server, big_run)
+    page.keyboard.press("z")
+    chart = page.locator("#pipeline-panel.focused canvas.pipeline-gantt")
+    expect(chart).to_be_visible()
+    place = big_run["events"] - 150
+    pictures = {}
+    for key, start in (("ArrowRight", place - 4), ("ArrowLeft", place + 4)):
+        page.evaluate("(i) => window.paralab.store.seek(i)", start - 1)
+        page.evaluate("(i) => window.paralab.store.seek(i)", start)     # a step: the kept painting is made when idle
+        page.wait_for_function("() => document.querySelector('canvas.pipeline-gantt').gantt?.base?.bitmap")
+        for _ in range(4):
+            page.keyboard.press(key)
+        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {place + 1} / {big_run['events']}")
+        page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
+        pictures[key] = chart.evaluate("(canvas) => canvas.toDataURL()")
+        assert chart.evaluate("(canvas) => canvas.gantt.base.painted.flat().length + canvas.gantt.base.arrows.length") > 100
+    page.goto(f"{server.url}/lessons/pp?run={big_run['id']}&seq={place + 1}")
+    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {place + 1} / {big_run['events']}")
+    page.keyboard.press("z")
+    expect(chart).to_be_visible()
+    page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
+    whole = chart.evaluate("(canvas) => canvas.toDataURL()")
+    for key, picture in pictures.items():
+        assert page.evaluate(_MOST_DIFFERENCE_JS, [picture, whole]) <= 16, f"the chart reached by {key} differs from it painted whole"

@@ -65,17 +65,19 @@ function shownAxis(axis, view) {
   return { start, end, step: niceStep(end - start), origin: axis.start };
 }
 
+const defaultTickText = (t, origin) => formatMs(t - origin);
+
 /**
  * The chart on `canvas` (kept from step to step: its zoom stays). Arguments as gantt.js's ganttSvg.
  * Returns the canvas.
  */
-export function ganttCanvas(canvas, { rows, arrows = [], axis, frame, now = null, axisLabel = "time since the first block (ms)",
+export function ganttCanvas(canvas, { rows, arrows = [], settledArrows = 0, axis, frame, now = null, axisLabel = "time since the first block (ms)",
                                       className = "", ariaLabel = "timeline of each rank", gap = 0.45,
-                                      tickText = (t, origin) => formatMs(t - origin) }) {
+                                      tickText = defaultTickText }) {
   const rem = frame.rem;
   const layout = layRows(rows, rem, gap);
   if (!canvas.gantt) bindZoom(canvas);
-  Object.assign(canvas.gantt, { rows, arrows, axis, frame, now, axisLabel, gap, layout, tickText });
+  Object.assign(canvas.gantt, { rows, arrows, settledArrows, axis, frame, now, axisLabel, gap, layout, tickText });
   canvas.className = ["gantt", "gantt-canvas", className].filter(Boolean).join(" ");
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label", ariaLabel);
@@ -97,14 +99,76 @@ function paintChart(canvas) {
     canvas.style.height = `${height}px`;
   }
   const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, width, height);
-  const c = palette();
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
   const shown = shownAxis(axis, view);
   const X = xScale(frame, shown);
-  const font = (weight, size) => `${weight} ${size}px system-ui, sans-serif`;
+  const c = palette();
+  const base = settledBase(canvas, dpr);
+  ctx.globalAlpha = 1;
+  if (base) ctx.drawImage(base.bitmap, 0, 0);
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  if (!base) paintFrame(ctx, canvas.gantt, shown, X);
 
-  // rows: background, label chip, what the row holds, the right-hand number
+  // each row's number on the right (it changes as the run goes: not part of the kept painting)
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = c.ink;
+  ctx.font = font(700, 0.78 * rem);
+  for (const { row, y0, y1 } of laid) {
+    if (row.right !== undefined && row.right !== null) ctx.fillText(String(row.right), frame.right + 0.5 * rem, (y0 + y1) / 2);
+  }
+
+  ctx.save();
+  clipToPlot(ctx, frame, height);
+  const current = paintBlocks(ctx, laid, X, frame, base ? base.painted.map((blocks) => blocks.length) : null);
+  ctx.globalAlpha = 1;
+  for (const { x0, w, lane, open } of current) {      // outlined above their neighbours
+    ctx.strokeStyle = c.ink;
+    ctx.lineWidth = open ? 1.5 : 3;
+    ctx.setLineDash(open ? [3, 2] : []);
+    ctx.strokeRect(x0, lane.y, w, lane.h);
+  }
+  ctx.setLineDash([]);
+  if (base) {
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(base.arrowsBitmap, 0, 0);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+  paintArrows(ctx, arrows, laid, X, frame, c, base ? base.arrows.length : 0, base?.taken);
+  ctx.restore();
+
+  if (now !== null && now >= shown.start && now <= shown.end) {
+    const x = X(now);
+    ctx.strokeStyle = c.now;
+    ctx.lineWidth = 2;
+    ctx.setLineDash([5, 3]);
+    ctx.beginPath();
+    ctx.moveTo(x, top - 0.2 * rem);
+    ctx.lineTo(x, plotBottom);
+    ctx.stroke();
+    ctx.setLineDash([]);
+  }
+  // Made when the browser is idle; soon (within SETTLE_WAIT_MS) while the viewer steps (the cursor's time moved a
+  // little): after a jump the next move may go anywhere.
+  const stepping = now !== null && canvas.gantt.lastNow !== undefined && Math.abs(now - canvas.gantt.lastNow) <= STEP_SPAN * (axis.end - axis.start);
+  canvas.gantt.lastNow = now ?? undefined;
+  if (!base || base.behind) keepSettled(canvas, stepping);
+}
+
+const font = (weight, size) => `${weight} ${size}px system-ui, sans-serif`;
+
+function clipToPlot(ctx, frame, height) {
+  ctx.beginPath();
+  ctx.rect(frame.left, 0, frame.plot, height);
+  ctx.clip();
+}
+
+/** What a move does not change: the rows' backgrounds and labels, the ticks, the axis's title, each lane's line. */
+function paintFrame(ctx, { frame, axisLabel, layout, view, tickText }, shown, X) {
+  const { laid, top, plotBottom } = layout;
+  const rem = frame.rem;
+  const c = palette();
   for (const { row, y0, y1 } of laid) {
     ctx.fillStyle = c.rowBg;
     ctx.fillRect(frame.left, y0, frame.plot, y1 - y0);
@@ -125,12 +189,6 @@ function paintChart(canvas) {
       ctx.font = font(700, 0.72 * rem);
       ctx.fillText(text, 0.2 * rem + w / 2, ty);
       ty += 0.95 * rem;
-    }
-    if (row.right !== undefined && row.right !== null) {
-      ctx.textAlign = "left";
-      ctx.fillStyle = c.ink;
-      ctx.font = font(700, 0.78 * rem);
-      ctx.fillText(String(row.right), frame.right + 0.5 * rem, (y0 + y1) / 2);
     }
   }
 
@@ -155,29 +213,45 @@ function paintChart(canvas) {
   const zoomed = view.from > 0 || view.to < 1;
   ctx.fillText(zoomed ? `${axisLabel} · ×${(1 / (view.to - view.from)).toFixed(1)}` : axisLabel, frame.left + frame.plot / 2, plotBottom + 2.1 * rem);
 
-  // blocks, clipped to the plot. A big run's chart paints thousands at each move: the canvas's state (a
-  // colour, the alpha, the font) is set only when it changes, and nothing is allocated per block.
   ctx.save();
-  ctx.beginPath();
-  ctx.rect(frame.left, 0, frame.plot, height);
-  ctx.clip();
+  clipToPlot(ctx, frame, layout.height);
+  ctx.strokeStyle = c.line;
+  ctx.lineWidth = 1;
+  for (const { lanes } of laid) {
+    for (const lane of lanes) {
+      ctx.beginPath();
+      ctx.moveTo(frame.left, lane.y + lane.h);
+      ctx.lineTo(frame.right, lane.y + lane.h);
+      ctx.stroke();
+    }
+  }
+  ctx.restore();
+}
+
+/**
+ * The lanes' blocks, clipped to the plot (the caller's clip), each lane's from `from[lane]` (its first block when
+ * null) to `to[lane]` (its last when null); returns the current and open ones, to be outlined. A big run's chart
+ * paints thousands at a move: the canvas's state (a colour, the alpha, the font) is set only when it changes, and
+ * nothing is allocated per block.
+ */
+function paintBlocks(ctx, laid, X, frame, from = null, to = null) {
+  const rem = frame.rem;
+  const c = palette();
   const charPx = 0.84 * rem * 0.62;
   const minTextPx = charPx + 2;           // narrower than one character: no text to fit
   const current = [];
   const pen = penOf(ctx);
   ctx.font = font(800, 0.84 * rem);
   ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  let k = -1;
   for (const { lanes } of laid) {
     for (const lane of lanes) {
-      pen.alpha(1);
-      pen.stroke(c.line);
-      ctx.lineWidth = 1;
-      ctx.beginPath();
-      ctx.moveTo(frame.left, lane.y + lane.h);
-      ctx.lineTo(frame.right, lane.y + lane.h);
-      ctx.stroke();
+      k += 1;
       const bottom = lane.y + lane.h;
-      for (const b of lane.blocks) {
+      const blocks = lane.blocks;
+      for (let i = from ? from[k] : 0, end = to ? to[k] : blocks.length; i < end; i++) {
+        const b = blocks[i];
         if (b.tick) {
           const x = X(b.t0);
           if (x < frame.left || x > frame.right) continue;
@@ -214,27 +288,105 @@ function paintChart(canvas) {
     }
   }
   ctx.globalAlpha = 1;
-  for (const { x0, w, lane, open } of current) {      // outlined above their neighbours
-    ctx.strokeStyle = c.ink;
-    ctx.lineWidth = open ? 1.5 : 3;
-    ctx.setLineDash(open ? [3, 2] : []);
-    ctx.strokeRect(x0, lane.y, w, lane.h);
-  }
-  ctx.setLineDash([]);
-  paintArrows(ctx, arrows, laid, X, frame, c);
-  ctx.restore();
+  return current;
+}
 
-  if (now !== null && now >= shown.start && now <= shown.end) {
-    const x = X(now);
-    ctx.strokeStyle = c.now;
-    ctx.lineWidth = 2;
-    ctx.setLineDash([5, 3]);
-    ctx.beginPath();
-    ctx.moveTo(x, top - 0.2 * rem);
-    ctx.lineTo(x, plotBottom);
-    ctx.stroke();
-    ctx.setLineDash([]);
+// ---- the settled painting ------------------------------------------------------------------------------
+// A lane may say how many of its first blocks are settled (`lane.settled`: the same block objects, unchanged, at
+// every later place of the run — a pipeline's spans that ended a while before the cursor). The chart then keeps a
+// painting of its frame and those blocks (made when the browser is idle, as an ImageBitmap), and a move copies it
+// and paints only the blocks after them: a few hundred near the cursor, not thousands. The blocks are painted in
+// the order a whole painting paints them (each lane's in turn; lanes do not overlap), so the picture is the same.
+// The painting serves a move only where the chart's frame is the same (size, axis, zoom, rows) and each lane starts
+// with the blocks it holds (the same objects); elsewhere — a move back past them, a new axis — the chart is painted
+// whole and a new one is made when idle.
+
+const SETTLED_BEHIND = 256;
+const STEP_SPAN = 0.02;        // a move of the cursor's time by at most this share of the axis is a step
+const SETTLE_WAIT_MS = 100;    // stepping, the painting is made by then even if the browser is never idle     // settled blocks not yet in the painting before it is brought up to date (when idle)
+
+/** The chart's frame, as a key: a settled painting serves only the same one. */
+function frameKey(g, dpr) {
+  const { laid, height } = g.layout;
+  return JSON.stringify([dpr, g.frame, height, g.axis, g.view, g.axisLabel, g.gap, g.tickText === defaultTickText ? null : String(g.tickText),
+    laid.map(({ row, y0, y1, lanes }) => [row.rank, row.label, row.sub, row.badge, y0, y1, lanes.length])]);
+}
+
+/** The chart's settled painting if it serves its current rows (`behind`: it lacks many settled blocks), else null. */
+function settledBase(canvas, dpr) {
+  const g = canvas.gantt;
+  const base = g.base;
+  if (!base?.bitmap || base.key !== frameKey(g, dpr)) return null;
+  const lanes = g.layout.laid.flatMap((l) => l.lanes);
+  if (lanes.length !== base.painted.length) return null;
+  let behind = 0;
+  for (let k = 0; k < lanes.length; k++) {
+    const painted = base.painted[k];
+    const blocks = lanes[k].blocks;
+    if (blocks.length < painted.length) return null;
+    for (let i = 0; i < painted.length; i++) if (blocks[i] !== painted[i]) return null;
+    behind += Math.max(0, (lanes[k].settled ?? 0) - painted.length);
   }
+  if (g.arrows.length < base.arrows.length) return null;
+  for (let i = 0; i < base.arrows.length; i++) if (g.arrows[i] !== base.arrows[i]) return null;
+  base.behind = behind + (g.settledArrows - base.arrows.length) > SETTLED_BEHIND;
+  return base;
+}
+
+/** Make (or bring up to date) the settled painting of the chart's latest rows when the browser is idle (`soon`: by
+ *  SETTLE_WAIT_MS at the latest). */
+function keepSettled(canvas, soon) {
+  const g = canvas.gantt;
+  if (!(g.settledArrows > 0 || g.layout.laid.some((l) => l.lanes.some((lane) => lane.settled > 0)))) return;
+  if (g.settling && (g.settling.soon || !soon)) return;
+  if (g.settling) window.cancelIdleCallback?.(g.settling.handle);
+  const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 50));
+  g.settling = { soon, handle: idle(() => {
+    const dpr = window.devicePixelRatio || 1;
+    const key = frameKey(g, dpr);
+    const lanes = g.layout.laid.flatMap((l) => l.lanes);
+    const kept = settledBase(canvas, dpr) ? g.base : null;     // extended, or made anew
+    const layer = kept?.layer ?? document.createElement("canvas");
+    const lctx = layer.getContext("2d");
+    const { frame, layout } = g;
+    const shown = shownAxis(g.axis, g.view);
+    const X = xScale(frame, shown);
+    if (!kept) {
+      layer.width = canvas.width;
+      layer.height = canvas.height;
+      lctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      paintFrame(lctx, g, shown, X);
+    }
+    const from = lanes.map((lane, k) => (kept ? kept.painted[k].length : 0));
+    const to = lanes.map((lane, k) => Math.max(from[k], Math.min(lane.settled ?? 0, lane.blocks.length)));
+    lctx.save();
+    clipToPlot(lctx, frame, layout.height);
+    paintBlocks(lctx, layout.laid, X, frame, from, to);
+    lctx.restore();
+    const painted = lanes.map((lane, k) => lane.blocks.slice(0, to[k]));
+    // the settled arrows on a layer of their own: every arrow is drawn over every block
+    const arrowsLayer = kept?.arrowsLayer ?? document.createElement("canvas");
+    const actx = arrowsLayer.getContext("2d");
+    if (!kept) {
+      arrowsLayer.width = canvas.width;
+      arrowsLayer.height = canvas.height;
+      actx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    }
+    const arrowsFrom = kept ? kept.arrows.length : 0;
+    const arrowsTo = Math.max(arrowsFrom, Math.min(g.settledArrows, g.arrows.length));
+    actx.save();
+    clipToPlot(actx, frame, layout.height);
+    const taken = paintArrows(actx, g.arrows, layout.laid, X, frame, palette(), arrowsFrom, kept?.taken, arrowsTo);
+    actx.restore();
+    const arrows = g.arrows.slice(0, arrowsTo);
+    const allTaken = kept ? new Set([...kept.taken, ...taken]) : taken;
+    Promise.all([createImageBitmap(layer), createImageBitmap(arrowsLayer)]).then(([bitmap, arrowsBitmap]) => {
+      g.base?.bitmap?.close?.();
+      g.base?.arrowsBitmap?.close?.();
+      g.base = { key, layer, bitmap, painted, arrowsLayer, arrowsBitmap, arrows, taken: allTaken, behind: false };
+      g.settling = null;
+    }, () => { g.settling = null; });
+  }, soon ? { timeout: SETTLE_WAIT_MS } : {}) };
 }
 
 /** `cls` (a class name, a list of them, nested or with falsy holes) holds `name`? Allocates nothing. */
@@ -257,11 +409,13 @@ function penOf(ctx) {
   };
 }
 
-/** The arrows in view, thinned: per pair of rows, one per few pixels (the current ones always). */
-function paintArrows(ctx, arrows, laid, X, frame, c) {
+/** The arrows in view, thinned: per pair of rows, one per few pixels (the current ones always); from the
+ *  `from`th to before the `to`th, after those whose places `before` holds. Returns the places taken. */
+function paintArrows(ctx, arrows, laid, X, frame, c, from = 0, before = null, to = arrows.length) {
   const taken = new Set();
   const drawn = [];
-  for (const a of arrows) {
+  for (let i = from; i < to; i++) {
+    const a = arrows[i];
     const from = laid[a.from.row];
     const to = laid[a.to.row];
     if (!from || !to) continue;
@@ -270,7 +424,7 @@ function paintArrows(ctx, arrows, laid, X, frame, c) {
     if (Math.max(x0, x1) < frame.left || Math.min(x0, x1) > frame.right) continue;
     const current = hasClass(a.cls, "current");
     const slot = (a.from.row * 4096 + a.to.row) * 1e7 + Math.round(x0 / ARROW_SPACING_PX) + 1e6;   // a number: no string per arrow
-    if (!current && taken.has(slot)) continue;
+    if (!current && (taken.has(slot) || before?.has(slot))) continue;
     taken.add(slot);
     const down = a.to.row > a.from.row;
     drawn.push({ x0, x1, y0: down ? from.y1 : from.y0, y1: down ? to.y0 : to.y1, current });
@@ -294,7 +448,7 @@ function paintArrows(ctx, arrows, laid, X, frame, c) {
       ctx.fill();
     }
   }
-  return drawn.length;
+  return taken;
 }
 
 function roundRect(ctx, x, y, w, h, r) {

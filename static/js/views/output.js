@@ -4,13 +4,20 @@
  * Text only (never HTML): a program's output is shown as it is.
  */
 
-import { h, morph } from "paralab/dom.js";
+import { changed, drawn, h, morph, showNote } from "paralab/dom.js";
 import { rankColour } from "paralab/palette.js";
 import { t } from "paralab/i18n.js";
 
 export function renderOutput(container, state) {
   const printed = state.ranks.filter((rs) => rs.output);
-  if (!printed.length) return false;
+  // Before the ranks' output, a note in front of the last drawing (kept, laid out: End after Home shows it again
+  // without laying out every rank's text); the same output is not drawn again.
+  if (!printed.length) {
+    if (changed(container, "none")) showNote(container, h("p", { class: "empty" }, "Nothing printed yet at this step."));
+    return true;
+  }
+  if (!changed(container, printed.map(({ rank, output }) => `${rank}:${output.seq}:${output.output.length}`).join(","))) return true;
+  drawn(container);
   morph(container, h("div", { class: "rank-outputs" }, printed.map(({ rank, output }) =>
     h("figure", { class: "rank-output", "data-rank": rank },
       h("figcaption", {},

@@ -99,44 +99,67 @@ function slowRanks(placement, slow, p) {
 
 // ---- the measured Gantt chart ----------------------------------------------------------------------
 
-// The block of each span that ended, made once: a closed span is never changed (the fold replaces it by a
-// new copy), so a step rebuilds only the blocks of the spans still open or at the cursor, not thousands.
-const closedBlocks = new WeakMap();      // span → {placement, block}
+// The block of each span that ended, made once: a closed span is never changed, so a step rebuilds only the blocks
+// of the spans still open or at the cursor, not thousands. They are kept by the span's seq (the run's, one at a
+// time), not by the span object: a fold from a checkpoint makes its own copy of a span that ends, and the same
+// block objects at every place are what lets the painted chart keep a painting of the settled ones.
+let closedBlocks = { run: null, bySeq: new Map() };     // span's seq → {placement, block}
 
-/** `block`, kept as the span's for the next drawings if the span has ended (`closed`). */
-function keepIf(closed, sp, placement, block) {
-  if (closed) closedBlocks.set(sp, { placement, block });
-  return block;
+/** The blocks kept for `run` (its id; a page's run without one: its log's contents, made anew for each run). */
+function closedBlocksOf(run) {
+  if (closedBlocks.run !== run) closedBlocks = { run, bySeq: new Map() };
+  return closedBlocks.bySeq;
 }
 
-function ganttRows(state, { placement, slow, slowFactor, extent }) {
+// A lane's first blocks of spans that ended at least this many events before the cursor are settled: the same at
+// every later place, so the painted chart keeps a painting of them (gantt-canvas.js) and a step back within this
+// many events still finds them there.
+const SETTLED_AFTER = 256;
+
+function ganttRows(state, { run, placement, slow, slowFactor, extent }) {
   const seq = state.event?.seq;
+  const kept = closedBlocksOf(run);
+  const keepIf = (closed, sp, block) => {      // `block`, kept as the span's if it has ended (`closed`)
+    if (closed) kept.set(sp.seq, { placement, block });
+    return block;
+  };
+  const settledBy = (seq ?? 0) - SETTLED_AFTER;
   const makespan = extent ? extent.end - extent.start : 0;
   return state.ranks.map((rs) => {
     const compute = [];
     const comm = [];
     let busy = 0;
+    let settledCompute = true;     // the lane's blocks so far all settled
+    let settledComm = true;
+    let computeSettled = 0;
+    let commSettled = 0;
     for (const sp of rs.spans) {
       const t1 = sp.t1 ?? state.tNow;
       const current = sp.seq === seq || sp.end?.seq === seq;
       const closed = sp.t1 !== null && !current;
-      const kept = closed ? closedBlocks.get(sp) : undefined;
-      const block = kept?.placement === placement ? kept.block : null;
+      const made = closed ? kept.get(sp.seq) : undefined;
+      const block = made?.placement === placement ? made.block : null;
+      const settled = closed && sp.end?.seq <= settledBy;
       if (sp.kind === "compute") {
         busy += t1 - sp.t0;
-        compute.push(block ?? keepIf(closed, sp, placement, computeBlock(sp, rs.rank, t1, current, placement)));
-      } else if (sp.kind === "p2p") {
-        comm.push(block ?? keepIf(closed, sp, placement, p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) })));
+        compute.push(block ?? keepIf(closed, sp, computeBlock(sp, rs.rank, t1, current, placement)));
+        settledCompute &&= settled;
+        if (settledCompute) computeSettled += 1;
       } else {
-        comm.push({ id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
-                    title: `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${tText(sp.label)}` : ""}` });
+        comm.push(block ?? keepIf(closed, sp, sp.kind === "p2p"
+          ? p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) })
+          : { id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
+              get title() { return `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${tText(sp.label)}` : ""}`; } }));   // in the language asked in
+        settledComm &&= settled;
+        if (settledComm) commSettled += 1;
       }
     }
     const share = makespan > 0 ? busy / makespan : null;
     return {
       rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? (slowFactor ? t("slow ×{factor}", { factor: slowFactor }) : t("slow")) : null,
       cls: slow.has(rs.rank) && "slow",
-      lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute }, { height: 0.75, cls: "comm-lane", blocks: comm }],
+      lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute, settled: computeSettled },
+              { height: 0.75, cls: "comm-lane", blocks: comm, settled: commSettled }],
       right: share === null ? "" : t("busy {percent}%", { percent: Math.round(100 * Math.min(1, share)) }),
       rightTitle: "time this rank computed, as a share of the pipeline's makespan so far", busy,
     };
@@ -367,6 +390,36 @@ function bubbleMeter(state, { p, m, v, liveBubble, slowStage }) {
 
 // ---- activations in flight -------------------------------------------------------------------------
 
+// A rank's activations as a path of steps up to its latest report, kept until it reports again (or the chart's
+// scale changes): a move writes only the path's last stretch, to the cursor's time, not hundreds of steps again.
+const activationPaths = new WeakMap();     // the rank's reports (a list that only grows; a fold's copy is another) → {key, …}
+function activationSteps(points, X, Y, frame, axis) {
+  const key = [points.length, X(axis.start), X(axis.end), Y(0), Y(1), frame.left, frame.right].join(",");
+  const kept = activationPaths.get(points);
+  if (kept?.key === key) return kept;
+  let d = `M${X(axis.start).toFixed(1)},${Y(0).toFixed(1)}`;
+  let level = 0;
+  let peak = 0;
+  let peakB = 0;
+  for (const e of points) {
+    const x = Math.max(frame.left, Math.min(frame.right, X(e.t))).toFixed(1);
+    d += ` H${x} V${Y(e.value).toFixed(1)}`;
+    level = e.value;
+    peak = Math.max(peak, e.value);
+    peakB = Math.max(peakB, e.bytes || 0);
+  }
+  const made = { key, d, level, peak, peakB };
+  activationPaths.set(points, made);
+  return made;
+}
+
+/** The `cls` path kept in `cache` under `name`, its `d` written only when it changed. */
+function pathOf(cache, name, cls, d) {
+  const path = cache.get(`path ${name}`, () => s("path", { class: cls }));
+  if (path.getAttribute("d") !== d) path.setAttribute("d", d);
+  return path;
+}
+
 function activationsSvg(state, frame, axis, { slow }, cache) {
   const rem = frame.rem;
   const X = xScale(frame, axis);
@@ -396,21 +449,9 @@ function activationsSvg(state, frame, axis, { slow }, cache) {
     for (const v of [0, top]) {
       rowParts.push(leaf("text", { x: frame.left - 0.35 * rem, y: Y(v), "text-anchor": "end", "dominant-baseline": "central", class: "gantt-tick" }, String(v)));
     }
-    const points = series.get(rs.rank) || [];
-    let d = `M${X(axis.start).toFixed(1)},${Y(0).toFixed(1)}`;
-    let level = 0;
-    let peak = 0;
-    let peakB = 0;
-    for (const e of points) {
-      const x = Math.max(frame.left, Math.min(frame.right, X(e.t))).toFixed(1);
-      d += ` H${x} V${Y(e.value).toFixed(1)}`;
-      level = e.value;
-      peak = Math.max(peak, e.value);
-      peakB = Math.max(peakB, e.bytes || 0);
-    }
-    const tEnd = Math.min(axis.end, state.tNow);
-    d += ` H${X(tEnd).toFixed(1)}`;
-    rowParts.push(leaf("path", { d: `${d} V${Y(0).toFixed(1)} Z`, class: "act-area" }), leaf("path", { d, class: "act-line" }));
+    const { d: steps, level, peak, peakB } = activationSteps(series.get(rs.rank) || [], X, Y, frame, axis);
+    const d = `${steps} H${X(Math.min(axis.end, state.tNow)).toFixed(1)}`;
+    rowParts.push(pathOf(cache, `area ${rs.rank}`, "act-area", `${d} V${Y(0).toFixed(1)} Z`), pathOf(cache, `line ${rs.rank}`, "act-line", d));
     const bound = activationBound(state, rs.rank);
     if (bound) {
       const nearTop = Y(bound.value) - y < 0.9 * rem;
@@ -492,7 +533,7 @@ export function renderPipeline(container, state, { runId, params, contents }) {
   const keep = (parts, make) => cache.get(JSON.stringify(parts), make);
   const kinds = actionKinds(state);
   const anyP2p = state.p2p.length > 0;
-  const measured = measuredChart(container, state, { runId, placement, slow, slowFactor: slowStage?.factor, frame, p });
+  const measured = measuredChart(container, state, { runId, run: runId ?? contents, placement, slow, slowFactor: slowStage?.factor, frame, p });
   place(container, [
     keep(["head", schedule, p, m, v, params, slowStage], () => describeSchedule(schedule, p, m, v, params, slowStage)),
     keep(["legend", [...kinds].sort(), v, anyP2p], () => kindLegend(kinds, v, anyP2p)),
@@ -536,7 +577,7 @@ function gridKinds(schedule) {
 }
 
 /** The measured Gantt chart ({svg, axis, liveBubble}), or null before any stage computed. */
-function measuredChart(container, state, { runId, placement, slow, slowFactor, frame, p }) {
+function measuredChart(container, state, { runId, run, placement, slow, slowFactor, frame, p }) {
   const computeExtent = spanExtent(state, (sp) => sp.kind === "compute");
   if (!computeExtent) return null;
   const end = Math.max(spanExtent(state).end, computeExtent.end);
@@ -544,9 +585,10 @@ function measuredChart(container, state, { runId, placement, slow, slowFactor, f
   // from one step to the next, and so do the blocks already drawn.
   const rough = timeAxis(computeExtent.start, end);
   const axis = timeAxis(computeExtent.start - 0.01 * (rough.end - computeExtent.start), end);
-  const rows = ganttRows(state, { placement, slow, slowFactor, extent: computeExtent });
+  const rows = ganttRows(state, { run, placement, slow, slowFactor, extent: computeExtent });
   const liveBubble = p > 0 ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
-  const svg = ganttSvg({ rows, arrows: arrowsOf(state, runId), axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
+  const { arrows, settled: settledArrows } = arrowsOf(state, runId, run);
+  const svg = ganttSvg({ rows, arrows, settledArrows, axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
     axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7,
     cache: cacheOf(container, "gantt") });
   return { svg, axis, liveBubble };
@@ -557,9 +599,11 @@ function measuredChart(container, state, { runId, placement, slow, slowFactor, f
 // and the arrow of a pair not at the cursor is made once: a step over a compute event pairs nothing again.
 const pairings = new Map();          // "runId|p2pSeq" → [{send, recv}]
 const KEPT_PAIRINGS = 4;
-const arrowOfPair = new WeakMap();   // recv span → its arrow (not at the cursor)
+let arrowOfPair = { run: null, byRecv: new Map() };   // recv's seq → its arrow (not at the cursor), the run's
 
-function arrowsOf(state, runId) {
+/** The arrows of the sends paired at `state`, and how many of the first are settled (their recv ended
+ *  `SETTLED_AFTER` events or more before the cursor: kept, like the blocks, by seq). */
+function arrowsOf(state, runId, run) {
   const key = `${runId}|${state.p2pSeq}`;
   let pairs = pairings.get(key);
   if (!pairs) {
@@ -567,14 +611,20 @@ function arrowsOf(state, runId) {
     pairings.set(key, pairs);
     if (pairings.size > KEPT_PAIRINGS) pairings.delete(pairings.keys().next().value);
   }
+  if (arrowOfPair.run !== run) arrowOfPair = { run, byRecv: new Map() };
+  const kept = arrowOfPair.byRecv;
   const seq = state.event?.seq;
-  return pairs.map(({ send, recv }) => {
+  const settledBy = (seq ?? 0) - SETTLED_AFTER;
+  let settled = 0;
+  const arrows = pairs.map(({ send, recv }, i) => {
     const current = send.seq === seq || recv.end?.seq === seq || recv.seq === seq;
+    if (settled === i && !current && recv.end?.seq <= settledBy) settled += 1;
     if (current) return pairArrow(send, recv, ["current"]);
-    let arrow = arrowOfPair.get(recv);
-    if (arrow?.send !== send) arrowOfPair.set(recv, (arrow = pairArrow(send, recv, [])));
+    let arrow = kept.get(recv.seq);
+    if (arrow?.send.seq !== send.seq) kept.set(recv.seq, (arrow = pairArrow(send, recv, [])));
     return arrow;
   });
+  return { arrows, settled };
 }
 
 function pairArrow(send, recv, cls) {

@@ -104,13 +104,12 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   const { steps } = analysis;
   const current = stepAtCursor(state, steps);
   const step = steps.find((x) => x.key === current) || steps[steps.length - 1];
-  const { spans, labelled, gatedHere, sends, waitingRecvs, atGates, all, arrows } = transfersOf(analysis, state, step, gated);
+  const { detailOf, gatedHere, nSends, delivered, nWaiting, atGates, nAll, arrows } = transfersOf(analysis, state, step, gated);
   const rem = remPx();
   const width = Math.max(360, sizeOf(container).width || 640);
   const world = worldSize || state.ranks.length;
   const buffers = Array.from({ length: world }, (_, r) => bufferOf(state, r, step.stem));
-  const delivered = sends.filter((x) => x.status === "delivered").length;
-  const key = [runId, rem, width, steps.length, step.key, all.length, delivered, waitingRecvs.length,
+  const key = [runId, rem, width, steps.length, step.key, nAll, delivered, nWaiting,
     ...arrows.map((a) => `${a.send?.seq}>${a.recv?.seq}:${a.status}`), ...gatedHere.map((g) => g.seq), ...buffers.map((b) => b?.seq),
     state.metrics.get("steps_ring")?.seq, state.metrics.get("steps_recursive_doubling")?.seq, state.event?.rank].join(",");
   if (!changed(container, key)) return true;
@@ -217,7 +216,7 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
   });
   place(svg, parts);
 
-  const detail = !labelled ? "" : spans.find((sp) => sp.rank === (state.event?.rank ?? 0) && sp.label)?.label || spans.find((sp) => sp.label)?.label || "";
+  const { detail, detailRank } = detailOf(state.event?.rank ?? 0);
   const ringSteps = state.metrics.get("steps_ring");
   const doubling = state.metrics.get("steps_recursive_doubling");
   const index = steps.indexOf(step);
@@ -226,13 +225,13 @@ export function renderRing(container, state, { runId, worldSize, contents }) {
       h("li", { class: ["step-chip", st.key === step.key && "current", i < index && "past"], "aria-current": st.key === step.key ? "step" : null }, st.key))),
     morph(cache.get("head", () => h("p", { class: "ring-head" })),
       h("strong", {}, step.key), algorithmStep(step, state, contents),
-      detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), t("rank {rank}: {detail}", { rank: spans.find((sp) => sp.label === detail)?.rank, detail: afterColon(tText(detail)) })) : null),
+      detail.includes(":") ? h("span", { class: "ring-detail" }, h("br"), t("rank {rank}: {detail}", { rank: detailRank, detail: afterColon(tText(detail)) })) : null),
     place(cache.get("drawing", () => h("div", { class: "ring-drawing" })), [svg]),
-    morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: sends.length }),
-      waitingRecvs.length ? ` · ${tPlural(waitingRecvs.length, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",
+    morph(cache.get("status", () => h("p", { class: "ring-status" })), t("{delivered} of {n} sends delivered in this step", { delivered, n: nSends }),
+      nWaiting ? ` · ${tPlural(nWaiting, "{n} recv waiting for a send", "{n} recvs waiting for a send")}` : "",
       atGates.length ? ` · ${tPlural(atGates.length, "{n} send held at a gate (dotted)", "{n} sends held at a gate (dotted)")}` : "",
       ` · ${t("dashed outline: the chunk being received, solid: the chunk sent")}`,
-      arrows.length < all.length ? ` · ${t("drawn: the {n} latest (the chart above has them all)", { n: arrows.length })}` : ""),
+      arrows.length < nAll ? ` · ${t("drawn: the {n} latest (the chart above has them all)", { n: arrows.length })}` : ""),
     ringSteps || doubling ? cache.get(JSON.stringify(["steps", ringSteps, doubling]), () => stepsTable(ringSteps, doubling)) : null,
   ].filter(Boolean));
   cache.done();
@@ -302,11 +301,13 @@ function callsOf(state, runId) {
     const st = stepOfLabel(sp.label);
     let step = calls.byStep.get(st.key);
     if (!step) {
-      step = { ats: [], sendAts: [], recvAts: [], recvOf: new Map(), sendOf: new Map(), queues: new Map(), unmatched: [], anySource: false };
+      step = { ats: [], sendAts: [], recvAts: [], recvOf: new Map(), sendOf: new Map(), queues: new Map(), unmatched: [], anySource: false,
+               firstLabelled: Infinity };
       calls.byStep.set(st.key, step);
       calls.order.push(st);
     }
     step.ats.push(at);
+    if (sp.label && step.firstLabelled === Infinity) step.firstLabelled = at;
     if (sp.op === "send") {
       step.sendAts.push(at);
       step.unmatched.push([at, `${sp.peer}<${sp.rank}:${sp.tag}`]);   // the queue of recvs it can go to
@@ -348,43 +349,98 @@ function countBelow(ats, n) {
   return lo;
 }
 
-/** The step's calls, its sends paired with their recvs, and the arrows to draw (each with its chunk). */
+/** The step's transfers at `state`, counted, and the arrows to draw (each with its chunk); `detailOf(rank)`: the
+ *  label of the step's first call of `rank` that has one (else of any rank), and whose it is. */
 function transfersOf(analysis, state, step, gated) {
   const kept = analysis.byStep.get(step.key);
   if (kept) return kept;
   const calls = analysis.calls.byStep.get(step.key);
-  const spans = calls ? calls.ats.slice(0, countBelow(calls.ats, state.p2p.length)).map((at) => state.p2p[at]) : [];
+  const seen = calls ? countBelow(calls.ats, state.p2p.length) : 0;
   const gatedHere = gated.filter((g) => stepOfLabel(g.label).key === step.key);
-  const { sends, waitingRecvs } = !calls ? { sends: [], waitingRecvs: [] } : calls.anySource ? pairUp(spans) : pairsAt(calls, state);
   const atGates = gatedHere.filter((g) => g.op === "send")
     .map((g) => ({ from: g.rank, to: g.peer, chunk: chunkOf(g, "send"), status: "gated" }));
-  const all = [...sends, ...waitingRecvs, ...atGates];
-  const arrows = all.length > MOST_ARROWS ? latestArrows(all) : all;
-  for (const a of arrows) if (!("chunk" in a)) a.chunk = a.send ? chunkOf(a.send.begin || a.send, "send") : chunkOf(a.recv.begin || a.recv, "recv");
-  const made = { spans, labelled: spans.some((sp) => sp.label), gatedHere, sends, waitingRecvs, atGates, all, arrows };
+  const counted = !calls ? countedTransfers([], [], atGates)
+    : calls.anySource ? pairUp(calls.ats.slice(0, seen).map((at) => state.p2p[at]), atGates) : pairsAt(calls, state, atGates);
+  for (const a of counted.arrows) if (!("chunk" in a)) a.chunk = a.send ? chunkOf(a.send.begin || a.send, "send") : chunkOf(a.recv.begin || a.recv, "recv");
+  const p2p = state.p2p;
+  const detailOf = (rank) => {
+    let any = null;
+    for (let i = calls && calls.firstLabelled < p2p.length ? 0 : seen; i < seen; i++) {   // most steps: none labelled
+      const sp = p2p[calls.ats[i]];
+      if (!sp.label) continue;
+      if (sp.rank === rank) return { detail: sp.label, detailRank: sp.rank };
+      any ??= sp;
+    }
+    return { detail: any?.label || "", detailRank: any?.rank };
+  };
+  const made = { detailOf, gatedHere, atGates, ...counted };
   analysis.byStep.set(step.key, made);
   return made;
 }
 
-/** The step's sends at `state`, each with its recv where that has begun, and the recvs begun there that no
- *  send begun there answers (the pairs kept in `calls` cut to the state's calls). */
-function pairsAt(calls, state) {
+/** The step's transfers at `state` — the pairs kept in `calls` cut to the state's calls — in one pass over them,
+ *  making only the arrows drawn: a pipeline's or a program's step of thousands draws 24 (`drawnArrows`). */
+function pairsAt(calls, state, atGates) {
   const seen = state.p2p.length;
-  const sends = [];
+  const picked = pickArrows();
   for (let i = 0; i < calls.sendAts.length && calls.sendAts[i] < seen; i++) {
     const send = state.p2p[calls.sendAts[i]];
     const recvAt = calls.recvOf.get(calls.sendAts[i]);
     const recv = recvAt !== undefined && recvAt < seen ? state.p2p[recvAt] : undefined;
-    sends.push({ from: send.rank, to: send.peer, status: recv?.end ? "delivered" : "flying", send, recv });
+    picked.send(send, recv);
   }
-  const waitingRecvs = [];
   for (let i = 0; i < calls.recvAts.length && calls.recvAts[i] < seen; i++) {
     const sendAt = calls.sendOf.get(calls.recvAts[i]);
-    if (sendAt !== undefined && sendAt < seen) continue;
-    const recv = state.p2p[calls.recvAts[i]];
-    waitingRecvs.push({ from: recv.peer, to: recv.rank, status: "waiting", recv });
+    if (sendAt === undefined || sendAt >= seen) picked.waiting(state.p2p[calls.recvAts[i]]);
   }
-  return { sends, waitingRecvs };
+  return picked.done(atGates);
+}
+
+/**
+ * Counts a step's transfers as they are given — its sends in order, then the recvs no send answers — and keeps
+ * the arrows to draw: all of them while they are at most `MOST_ARROWS`, else those still under way (the last
+ * `MOST_ARROWS`) and, in the room left, the latest delivered; in the order given, the sends held at a gate last.
+ * `done(atGates)` → {nSends, delivered, nWaiting, nAll, arrows}. Nothing is made for a transfer not drawn.
+ */
+function pickArrows() {
+  let nSends = 0;
+  let nWaiting = 0;
+  const open = [];        // [place in the order given, arrow]: the sends not delivered, then the waiting recvs
+  const latest = [];      // [place, arrow, its last event's seq]: the delivered, latest first, at most MOST_ARROWS
+  return {
+    send(send, recv) {
+      const at = nSends++;
+      if (!recv?.end) {
+        open.push([at, { from: send.rank, to: send.peer, status: "flying", send, recv }]);
+        return;
+      }
+      const seq = Math.max(send.end?.seq ?? send.seq, recv.end.seq);
+      if (latest.length === MOST_ARROWS && seq <= latest[MOST_ARROWS - 1][2]) return;
+      let i = Math.min(latest.length, MOST_ARROWS - 1);
+      while (i > 0 && latest[i - 1][2] < seq) i -= 1;
+      latest.splice(i, 0, [at, { from: send.rank, to: send.peer, status: "delivered", send, recv }, seq]);
+      latest.length = Math.min(latest.length, MOST_ARROWS);
+    },
+    waiting(recv) {         // after every send
+      open.push([nSends + nWaiting++, { from: recv.peer, to: recv.rank, status: "waiting", recv }]);
+    },
+    done(atGates) {
+      open.push(...atGates.map((a, k) => [nSends + nWaiting + k, a]));
+      const nAll = nSends + nWaiting + atGates.length;
+      const room = nAll > MOST_ARROWS ? Math.max(0, MOST_ARROWS - open.length) : latest.length;
+      const kept = [...open.slice(-MOST_ARROWS), ...latest.slice(0, room)].sort((x, y) => x[0] - y[0]);
+      const flying = open.length - nWaiting - atGates.length;
+      return { nSends, delivered: nSends - flying, nWaiting, nAll, arrows: kept.map(([, a]) => a) };
+    },
+  };
+}
+
+/** The transfers counted from whole lists (a step paired at each state: `pairUp`). */
+function countedTransfers(sends, waitingRecvs, atGates) {
+  const picked = pickArrows();
+  for (const a of sends) picked.send(a.send, a.recv);
+  for (const a of waitingRecvs) picked.waiting(a.recv);
+  return picked.done(atGates);
 }
 
 /**
@@ -392,7 +448,7 @@ function pairsAt(calls, state) {
  * taken by an earlier send (a recv from any rank takes whoever comes first) — and the recvs no send
  * of the step answers yet. One pass over the step's calls, however many.
  */
-function pairUp(spans) {
+function pairUp(spans, atGates) {
   const queues = new Map();    // "rank<peer:tag" (peer "*": from any rank) → that rank's recvs, in order, and how many are taken
   const queue = (key) => queues.get(key) || queues.set(key, { recvs: [], next: 0 }).get(key);
   for (const r of spans) {
@@ -412,26 +468,7 @@ function pairUp(spans) {
   });
   const waitingRecvs = spans.filter((r) => r.op === "recv" && !taken.has(r))
     .map((r) => ({ from: r.peer, to: r.rank, status: "waiting", recv: r }));
-  return { sends, waitingRecvs };
-}
-
-/** The transfers still under way, and the latest delivered, `MOST_ARROWS` in all, in their order. */
-function latestArrows(arrows) {
-  const lastSeq = (a) => Math.max(a.send?.end?.seq ?? a.send?.seq ?? 0, a.recv?.end?.seq ?? a.recv?.seq ?? 0);
-  const open = arrows.filter((a) => a.status !== "delivered");
-  const room = Math.max(0, MOST_ARROWS - open.length);
-  const done = [];            // the `room` delivered last, latest first (one pass: thousands delivered, a few kept)
-  for (const a of arrows) {
-    if (a.status !== "delivered" || !room) continue;
-    const seq = lastSeq(a);
-    if (done.length === room && seq <= done[room - 1].seq) continue;
-    let i = Math.min(done.length, room - 1);
-    while (i > 0 && done[i - 1].seq < seq) i -= 1;
-    done.splice(i, 0, { seq, a });
-    done.length = Math.min(done.length, room);
-  }
-  const kept = new Set([...open.slice(-MOST_ARROWS), ...done.map((d) => d.a)]);
-  return arrows.filter((a) => kept.has(a));
+  return countedTransfers(sends, waitingRecvs, atGates);
 }
 
 /** ": 3 · 5", the values a finished recv got (its end's preview), or "" before it ends or without one. */
