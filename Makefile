@@ -2,9 +2,10 @@
 PYTHON ?= python3
 # `make test` runs on this many pytest-xdist workers, each module's tests on one worker (tests/conftest.py
 # groups them, the longest first); 1 runs it in this process, as plain pytest does. Much of the suite
-# waits (on ranks, a hang's timeout, a judgment, a Ray cluster) while the other workers compute: on two
-# cores three workers beat two, and two beat one (docs/benchmarks.md, "The test suite on two cores").
-TEST_WORKERS ?= 3
+# waits (on ranks, a hang's timeout, a judgment, a Ray cluster) while the other worker computes: on two
+# cores two workers beat one, and a third was no faster on an idle machine, both cores already busy
+# (docs/benchmarks.md, "The test suite on two cores").
+TEST_WORKERS ?= 2
 FAST_WORKERS ?= 2
 xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup --no-loadscope-reorder)
 PIP = $(PYTHON) -m pip

@@ -20,6 +20,7 @@ only its tail kept, so a flood costs the server nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -172,6 +173,24 @@ class JobCgroups:
             return f"memory limit ({limits.job_memory_mb} MiB)"
         return None
 
+    def empty(self, timeout: float = 10) -> None:
+        """Kill what the job's cgroup still holds and wait until it is gone. The job's processes die
+        with its sandbox's PID namespace, but not at once (a loaded machine takes a while to tear down
+        a process holding torch), and a job stopped must be gone when its caller is told so."""
+        cgroup = self.pids or self.memory
+        deadline = time.monotonic() + timeout
+        while cgroup is not None and time.monotonic() < deadline:
+            try:
+                left = [int(pid) for pid in (cgroup / "cgroup.procs").read_text().split()]
+            except OSError:
+                return
+            if not left:
+                return
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
     def remove(self) -> None:
         for cgroup in (self.pids, self.memory):
             if cgroup is not None:
@@ -260,6 +279,7 @@ def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits(),
             for fd in pass_fds:
                 os.close(fd)
         outcome = supervise(process, limits, stop, watch_memory=cgroups.memory is None, cgroups=cgroups)
+        cgroups.empty()
         if outcome.reason != CANCELLED:
             outcome.reason = _reason(process.returncode, outcome.stdout + outcome.stderr, cgroups, limits) \
                 or outcome.reason
