@@ -7,7 +7,7 @@ PYTHON ?= python3
 # (docs/benchmarks.md, "The test suite on two cores").
 TEST_WORKERS ?= 2
 FAST_WORKERS ?= 2
-xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup --no-loadscope-reorder)
+xdist = $(if $(filter 1,$(1)),,-n $(1) --dist loadgroup)
 PIP = $(PYTHON) -m pip
 TORCH_CPU = torch==2.13.0
 

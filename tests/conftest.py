@@ -57,19 +57,6 @@ SLOW_TESTS = {
 # enough to start on each worker).
 SHARED_FIXTURES = ("every_lesson_logs", "limited_server", "planted_server", "spawn_server")
 
-# The modules that take longest on two cores (docs/benchmarks.md, "The test suite on two cores"), handed
-# to the workers first (`--no-loadscope-reorder`: xdist would order the groups by their number of tests,
-# which left a Ray cluster's start and the judge's sandboxed runs — minutes of waiting — to the end).
-# Those that mostly wait alternate with those that mostly compute, so a core is busy while one waits.
-LONGEST_FIRST = (
-    "cluster/test_ray_cluster.py", "browser/test_chinese.py", "workers/test_judge.py", "browser/test_lesson_page.py",
-    "workers/test_spawn_mode.py", "browser/test_scrub_speed.py", "workers/test_hostile.py", "browser/test_rooms.py",
-    "browser/test_problem_page.py", "browser/test_parallelism_pages.py", "app/test_submissions.py",
-    "browser/test_fsdp2_dtensor_pages.py", "app/test_replay.py", "browser/test_collectives_pages.py",
-    "app/test_script_sandbox.py", "app/test_pp_lesson.py", "app/test_rank_output.py", "app/test_rooms_restart.py",
-    "app/test_submission_cancel.py", "app/test_judged_run.py", "browser/test_judged_run.py",
-)
-
 
 @pytest.hookimpl(tryfirst=True)      # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
@@ -93,19 +80,13 @@ def pytest_collection_modifyitems(config, items):
 
 def group_by_module(items) -> None:
     """An `xdist_group` per module (its module fixtures are made once, on one worker), modules that
-    share one of SHARED_FIXTURES in one group; the groups of LONGEST_FIRST first, in its order."""
+    share one of SHARED_FIXTURES in one group."""
     groups: dict[Path, str] = {}
     for item in items:
         shared = [name for name in SHARED_FIXTURES if name in getattr(item, "fixturenames", ())]
         groups[item.path] = shared[0] if shared else groups.get(item.path, str(item.path.relative_to(REPO)))
     for item in items:
         item.add_marker(pytest.mark.xdist_group(groups[item.path]))
-    rank = {str(REPO / "tests" / path): place for place, path in enumerate(LONGEST_FIRST)}
-    group_rank: dict[str, int] = {}
-    for path, group in groups.items():
-        group_rank[group] = min(group_rank.get(group, len(rank)), rank.get(str(path), len(rank)))
-    order = {id(item): place for place, item in enumerate(items)}
-    items.sort(key=lambda item: (group_rank[groups[item.path]], order[id(item)]))
 
 
 @functools.cache

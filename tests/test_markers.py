@@ -16,9 +16,3 @@ def test_every_test_listed_as_slow_exists():
             tree = ast.parse((REPO / path).read_text())
             defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
             assert name in defined, f"SLOW_TESTS names {entry}, which {path} does not define"
-
-
-def test_every_module_scheduled_first_exists():
-    from tests.conftest import LONGEST_FIRST
-    for path in LONGEST_FIRST:
-        assert (REPO / "tests" / path).is_file(), f"LONGEST_FIRST names tests/{path}, which is not there"
