@@ -1,7 +1,7 @@
 # paralab: `make serve` installs and serves; `make test` installs and runs every test.
 PYTHON ?= python3
 # `make test` runs on this many pytest-xdist workers, each module's tests on one worker (tests/conftest.py
-# groups them, the longest first); 1 runs it in this process, as plain pytest does. Much of the suite
+# groups them); 1 runs it in this process, as plain pytest does. Much of the suite
 # waits (on ranks, a hang's timeout, a judgment, a Ray cluster) while the other worker computes: on two
 # cores two workers beat one, and a third was no faster on an idle machine, both cores already busy
 # (docs/benchmarks.md, "The test suite on two cores").
