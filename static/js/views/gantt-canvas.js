@@ -301,9 +301,9 @@ function paintBlocks(ctx, laid, X, frame, from = null, to = null) {
 // with the blocks it holds (the same objects); elsewhere — a move back past them, a new axis — the chart is painted
 // whole and a new one is made when idle.
 
-const SETTLED_BEHIND = 256;
+const SETTLED_BEHIND = 256;   // settled blocks not yet in the painting before it is brought up to date (when idle)
 const STEP_SPAN = 0.02;        // a move of the cursor's time by at most this share of the axis is a step
-const SETTLE_WAIT_MS = 100;    // stepping, the painting is made by then even if the browser is never idle     // settled blocks not yet in the painting before it is brought up to date (when idle)
+const SETTLE_WAIT_MS = 100;    // stepping, the painting is made by then even if the browser is never idle
 
 /** The chart's frame, as a key: a settled painting serves only the same one. */
 function frameKey(g, dpr) {
@@ -410,11 +410,11 @@ function penOf(ctx) {
 }
 
 /** The arrows in view, thinned: per pair of rows, one per few pixels (the current ones always); from the
- *  `from`th to before the `to`th, after those whose places `before` holds. Returns the places taken. */
-function paintArrows(ctx, arrows, laid, X, frame, c, from = 0, before = null, to = arrows.length) {
+ *  `start`th to before the `end`th, after those whose places `before` holds. Returns the places taken. */
+function paintArrows(ctx, arrows, laid, X, frame, c, start = 0, before = null, end = arrows.length) {
   const taken = new Set();
   const drawn = [];
-  for (let i = from; i < to; i++) {
+  for (let i = start; i < end; i++) {
     const a = arrows[i];
     const from = laid[a.from.row];
     const to = laid[a.to.row];
