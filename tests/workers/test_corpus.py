@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -86,10 +88,29 @@ def corpus(tmp_path_factory) -> dict[int, dict]:
                               env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for r in range(WORLD)]
-    for rank in ranks:
-        output, _ = rank.communicate(timeout=240)
-        assert rank.returncode == 0, output[-4000:]
+    _wait_for(ranks, timeout=240)
     return {r: json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)}
+
+
+def _wait_for(ranks: list[subprocess.Popen], timeout: float) -> None:
+    """Both ranks done, or the test fails at once naming the rank that died or, after `timeout`, where
+    each hung rank is (its threads' stacks, asked with SIGUSR1); no rank is left behind."""
+    deadline = time.monotonic() + timeout
+    while any(rank.poll() is None for rank in ranks) and time.monotonic() < deadline:
+        if any(rank.poll() not in (None, 0) for rank in ranks):
+            break
+        time.sleep(0.2)
+    hung = [rank for rank in ranks if rank.poll() is None]
+    for rank in hung:
+        rank.send_signal(signal.SIGUSR1)
+    time.sleep(1 if hung else 0)
+    for rank in hung:
+        rank.kill()
+    outputs = [rank.communicate()[0] for rank in ranks]
+    if hung or any(rank.returncode != 0 for rank in ranks):
+        report = "\n".join(f"--- rank {r}, exit {rank.returncode}{' (hung: killed)' if rank in hung else ''}:\n"
+                           f"{outputs[r][-6000:]}" for r, rank in enumerate(ranks))
+        pytest.fail(f"the corpus run did not end well:\n{report}")
 
 
 def begins(events: list[dict], kind: str | None = None) -> list[dict]:

@@ -8,10 +8,12 @@ Writes OUT_DIR/rank<R>.json: per program, the events, CommDebugMode's counts and
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import io
 import json
 import os
 import runpy
+import signal
 import sys
 import time
 from collections import defaultdict
@@ -42,6 +44,7 @@ class CommCounts(CommDebugMode):
 
 
 def run_program(path: Path, rank: int, port: int) -> dict:
+    print(f"corpus rank {rank}: {path.name} on port {port}", file=sys.stderr, flush=True)
     os.environ["MASTER_PORT"] = str(port)
     events: list[dict] = []
     t0 = time.monotonic()
@@ -62,6 +65,7 @@ def run_program(path: Path, rank: int, port: int) -> dict:
 def main() -> None:
     out_dir, ports, programs = Path(sys.argv[1]), sys.argv[2].split(","), [Path(p) for p in sys.argv[3:]]
     rank = int(os.environ["RANK"])
+    faulthandler.register(signal.SIGUSR1, all_threads=True)   # the test asks a hung rank where it is
     torch.set_num_threads(1)
     results = {p.stem: run_program(p, rank, int(port)) for p, port in zip(programs, ports)}
     (out_dir / f"rank{rank}.json").write_text(json.dumps(results))
