@@ -159,7 +159,7 @@ def test_a_call_is_timed_without_the_tracers_own_work(world):
     assert end["t"] - begin["t"] >= 0.05                    # the begin event's own sending
     assert begin["t"] <= end["t_call"] <= end["t"]
     assert end["duration"] == pytest.approx(end["t"] - end["t_call"])
-    assert end["duration"] < 0.025
+    assert end["duration"] < 0.05                           # no message's 50 ms in it (a busy core may stall the call itself)
 
 
 def test_a_stream_of_lines_and_blob_frames_reads_back_message_by_message():
