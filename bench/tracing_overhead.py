@@ -8,12 +8,16 @@ and DTensor examples and the bigger FSDP2 and DTensor programs of bench/programs
 medians and the ratio (budget: traced / untraced ≤ 1.25). Then the stricter measure of
 bench/torch_api_overhead.py: the same bigger programs' steps in ranks already started.
 Usage: python bench/tracing_overhead.py [--repeats 15] [--world-size 4] [--only SUBSTRING] [--no-steps]
+                                        [--against CHECKOUT]
+(--against: another checkout of paralab, e.g. main's from `git worktree add`: a launcher of each, their
+runs alternating round by round, so both see the same load; the load average is printed with each line.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -93,27 +97,36 @@ def main() -> None:
     parser.add_argument("--world-size", type=int, default=4)
     parser.add_argument("--only", default="", help="only the workloads whose name holds this")
     parser.add_argument("--no-steps", action="store_true", help="skip bench/torch_api_overhead.py")
+    parser.add_argument("--against", type=Path, help="another checkout, measured alternately with this one")
     args = parser.parse_args()
     sink = EventSink()
-    launcher = subprocess.Popen([sys.executable, "-m", "workers.launcher"], cwd=REPO, text=True,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    launcher.stdout.readline()   # ready
+    checkouts = [REPO] + ([args.against.resolve()] if args.against else [])
+    launchers = {c: subprocess.Popen([sys.executable, "-m", "workers.launcher"], cwd=c, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE) for c in checkouts}
+    for launcher in launchers.values():
+        launcher.stdout.readline()   # ready
     try:
         for w, (name, (lesson, params)) in enumerate(WORKLOADS.items()):
             if args.only not in name:
                 continue
-            times = {True: [], False: []}
-            run_once(launcher, sink, f"warm-{w}", args.world_size, lesson, params, True)
+            load = os.getloadavg()[0]
+            times = {(c, trace): [] for c in checkouts for trace in (True, False)}
+            for c in checkouts:
+                run_once(launchers[c], sink, f"warm-{w}-{checkouts.index(c)}", args.world_size, lesson, params, True)
             for i in range(args.repeats):
-                for trace in ((True, False) if i % 2 == 0 else (False, True)):   # no order bias
-                    run_id = f"r{w}-{i}-{trace}"
-                    times[trace].append(run_once(launcher, sink, run_id, args.world_size, lesson, params, trace))
-            traced, plain = statistics.median(times[True]), statistics.median(times[False])
-            print(f"{name}, {args.world_size} ranks: traced median {traced * 1000:.1f} ms, "
-                  f"untraced {plain * 1000:.1f} ms, ratio {traced / plain:.3f} (budget ≤ 1.25)", flush=True)
+                order = list(times) if i % 2 == 0 else list(times)[::-1]   # no order bias
+                for c, trace in order:
+                    run_id = f"r{w}-{i}-{checkouts.index(c)}-{trace}"
+                    times[c, trace].append(run_once(launchers[c], sink, run_id, args.world_size, lesson, params, trace))
+            for c in checkouts:
+                traced, plain = statistics.median(times[c, True]), statistics.median(times[c, False])
+                print(f"{name}, {args.world_size} ranks{'' if c == REPO else f' ({c})'}: traced median "
+                      f"{traced * 1000:.1f} ms, untraced {plain * 1000:.1f} ms, ratio {traced / plain:.3f} "
+                      f"(budget ≤ 1.25; load {load:.1f} → {os.getloadavg()[0]:.1f})", flush=True)
     finally:
-        launcher.stdin.close()
-        launcher.wait()
+        for launcher in launchers.values():
+            launcher.stdin.close()
+            launcher.wait()
     if not args.no_steps:
         subprocess.run([sys.executable, str(REPO / "bench" / "torch_api_overhead.py"), "--world-size", "2"], check=True)
 

@@ -87,6 +87,7 @@ class Encoded(dict):
 
 _GRID_MARK = "\x00grid"   # a placeholder no message holds: JSON writes it "\u0000grid"
 _GRID_PLACE = re.compile(rb'"\\u0000grid(\d+)"')
+_LINE = json.JSONEncoder(separators=(",", ":"), allow_nan=True)   # one encoder: `json.dumps` with options makes one a call
 
 
 def encode(message: dict) -> bytes:
@@ -96,7 +97,7 @@ def encode(message: dict) -> bytes:
     grids: list[Grid] = []
     if "tensors" in message or "tensor" in message:
         message = _marked(message, grids)
-    line = json.dumps(message, separators=(",", ":"), allow_nan=True).encode()
+    line = _LINE.encode(message).encode()
     if grids:   # in one pass: a replace per grid rescans the line (500 grids: seconds)
         line = _GRID_PLACE.sub(lambda place: grids[int(place[1])].text, line)
     return line + b"\n"
@@ -123,7 +124,7 @@ def frame(message: dict) -> tuple[bytes, bytes]:
     data = message["data"]
     header = {k: v for k, v in message.items() if k != "data"}
     header["nbytes"] = len(data)
-    return json.dumps(header, separators=(",", ":")).encode() + b"\n", data
+    return _LINE.encode(header).encode() + b"\n", data
 
 
 def _is_frame(message: dict) -> bool:
