@@ -6,6 +6,10 @@
  * serves every lesson, and code nobody here wrote, with no lesson ids.
  */
 
+/** A run's statuses once it stopped: its log holds one at its end. */
+export const FINAL_STATUSES = ["done", "failed", "cancelled"];
+const SPAN_KINDS = new Set(["compute", "collective", "p2p"]);
+
 /** An empty summary: the log of a run that has sent nothing yet. */
 export function emptyContents() {
   return {
@@ -21,6 +25,8 @@ export function emptyContents() {
     output: false,             // some rank printed something (the server's `log` of level "output")
     ranks: new Map(),          // rank → "computed" | "communicated after computing"
     hosts: new Map(),          // a traced torchrun job's node → its latest `host` event (its ranks, its clock)
+    spanTimes: null,           // where the ranks' spans lie: {computeStart: the first computation's begin, end: the last span event's t}
+    ended: false,              // the log holds the run's final status: it is whole
   };
 }
 
@@ -39,6 +45,8 @@ export function noteEvent(contents, e) {
     if (!contents.reported.has(e.name) || e.rank === 0) contents.reported.set(e.name, e);
   }
   if (e.kind === "host") contents.hosts.set(e.node, e);
+  if (e.kind === "run" && FINAL_STATUSES.includes(e.status)) contents.ended = true;
+  if (SPAN_KINDS.has(e.kind) && e.rank !== null && e.rank !== undefined && typeof e.t === "number") noteSpanTime(contents, e);
   if (e.kind === "gate") contents.gated.add(e.call === "p2p" ? "p2p" : "collective");
   if (e.kind === "tensor" && Array.isArray(e.origin)) contents.origins = true;
   if (e.kind === "log" && e.level === "output") contents.output = true;
@@ -52,4 +60,10 @@ export function noteEvent(contents, e) {
     if (bucketOf(e) !== null) contents.buckets = true;
     if (e.placements) contents.placements = true;
   }
+}
+
+function noteSpanTime(contents, e) {
+  const times = (contents.spanTimes ??= { computeStart: null, end: e.t });
+  times.end = Math.max(times.end, e.t);
+  if (e.kind === "compute" && e.phase === "begin") times.computeStart = Math.min(times.computeStart ?? e.t, e.t);
 }

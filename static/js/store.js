@@ -9,9 +9,9 @@
  *   "playback" playing / speed / follow changed
  */
 
-import { emptyContents, noteEvent } from "paralab/log-contents.js";
+import { FINAL_STATUSES, emptyContents, noteEvent } from "paralab/log-contents.js";
 
-export const FINAL_STATUSES = ["done", "failed", "cancelled"];
+export { FINAL_STATUSES };
 export const BASE_EVENTS_PER_SECOND = 4;
 export const BASE_CALLS_PER_SECOND = 2;
 const AUTO_BY_CALL_EVENTS = 500;   // "auto" plays a run of more events than this call by call

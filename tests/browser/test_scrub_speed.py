@@ -249,31 +249,65 @@ _MOST_DIFFERENCE_JS = """async ([a, b]) => {
 }"""
 
 
+def _chart_opened_at(page: Page, server, run: dict, seq: int) -> str:
+    """The focused pipeline chart of a page opened at `seq` (painted whole), as a data URL."""
+    page.goto(f"{server.url}/lessons/pp?run={run['id']}&seq={seq}")
+    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {run['events']}")
+    expect(page.locator("#pipeline canvas.pipeline-gantt")).to_be_visible()     # drawn before the focus view is asked for
+    page.keyboard.press("z")
+    chart = page.locator("#pipeline-panel.focused canvas.pipeline-gantt")
+    expect(chart).to_be_visible()
+    page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
+    assert chart.evaluate("(canvas) => canvas.gantt.painted.from") <= chart.evaluate("(canvas) => canvas.gantt.frame.left")
+    return chart.evaluate("(canvas) => canvas.toDataURL()")
+
+
+def _moved_to(page: Page, run: dict, index: int) -> dict:
+    """Seek the open page to log `index`; the focused chart then ({picture, from, blocks}: what it painted afresh)."""
+    page.evaluate("""(index) => { window.paralab.store.seek(index);
+      return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))); }""", index)
+    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {index + 1} / {run['events']}")
+    return page.locator("#pipeline-panel.focused canvas.pipeline-gantt").evaluate(
+        "(canvas) => ({ picture: canvas.toDataURL(), ...canvas.gantt.painted })")
+
+
 def test_a_chart_reached_by_steps_is_the_chart_painted_there(page: Page, server, big_run):
-    """Stepping, the measured chart copies a painting it kept of the blocks and arrows that ended well before the
-    cursor and paints the rest over it: what it shows is the chart a page opened at that place paints whole (but
-    for the rounding of the arrows' translucent lines composited as a layer, a few levels of 255)."""
+    """Stepping, the measured chart copies the picture it kept (the run's end) left of where the chart at the cursor
+    departs from it and paints the rest: what it shows is the chart a page opened at that place paints whole, pixel
+    for pixel."""
+    place = big_run["events"] - 150
+    whole = _chart_opened_at(page, server, big_run, place + 1)
     open_at_end(page, server, big_run)
     page.keyboard.press("z")
     chart = page.locator("#pipeline-panel.focused canvas.pipeline-gantt")
     expect(chart).to_be_visible()
-    place = big_run["events"] - 150
-    pictures = {}
     for key, start in (("ArrowRight", place - 4), ("ArrowLeft", place + 4)):
-        page.evaluate("(i) => window.paralab.store.seek(i)", start - 1)
-        page.evaluate("(i) => window.paralab.store.seek(i)", start)     # a step: the kept painting is made when idle
-        page.wait_for_function("() => document.querySelector('canvas.pipeline-gantt').gantt?.base?.bitmap")
+        _moved_to(page, big_run, start)
         for _ in range(4):
             page.keyboard.press(key)
         expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {place + 1} / {big_run['events']}")
         page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
-        pictures[key] = chart.evaluate("(canvas) => canvas.toDataURL()")
-        assert chart.evaluate("(canvas) => canvas.gantt.base.painted.flat().length + canvas.gantt.base.arrows.length") > 100
-    page.goto(f"{server.url}/lessons/pp?run={big_run['id']}&seq={place + 1}")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {place + 1} / {big_run['events']}")
+        assert chart.evaluate("(canvas) => canvas.gantt.painted.from > canvas.gantt.frame.left"), "painted whole"
+        picture = chart.evaluate("(canvas) => canvas.toDataURL()")
+        assert page.evaluate(_MOST_DIFFERENCE_JS, [picture, whole]) == 0, f"the chart reached by {key} differs from it painted whole"
+
+
+def test_a_finished_run_chart_reached_by_a_jump_is_the_chart_painted_there(page: Page, server, big_run):
+    """A finished run's measured chart has the whole run's axis at every place, so a jump anywhere (the scrubber: from
+    the end back, on, back again) is painted from the picture kept of the run's end: only what lies right of the
+    cursor's oldest open span is painted afresh, and the chart is the one a page opened there paints whole, pixel for
+    pixel."""
+    total = big_run["events"]
+    places = [8 * total // 10, 92 * total // 100, 76 * total // 100, 97 * total // 100]   # painted past 300 blocks (0.6–0.7 of the run)
+    opened_there = {seq: _chart_opened_at(page, server, big_run, seq) for seq in places}
+    open_at_end(page, server, big_run)
     page.keyboard.press("z")
+    chart = page.locator("#pipeline-panel.focused canvas.pipeline-gantt")
     expect(chart).to_be_visible()
-    page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
-    whole = chart.evaluate("(canvas) => canvas.toDataURL()")
-    for key, picture in pictures.items():
-        assert page.evaluate(_MOST_DIFFERENCE_JS, [picture, whole]) <= 16, f"the chart reached by {key} differs from it painted whole"
+    blocks = chart.evaluate("(canvas) => canvas.gantt.kept.blocks")
+    assert blocks > 300, blocks
+    for seq in places:
+        moved = _moved_to(page, big_run, seq - 1)
+        assert moved["from"] > chart.evaluate("(canvas) => canvas.gantt.frame.left"), f"seq {seq}: painted whole"
+        assert moved["blocks"] < blocks / 2, f"seq {seq}: {moved['blocks']} of {blocks} blocks painted afresh"
+        assert page.evaluate(_MOST_DIFFERENCE_JS, [moved["picture"], opened_there[seq]]) == 0, f"the chart at seq {seq} differs"

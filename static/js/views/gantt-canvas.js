@@ -71,13 +71,13 @@ const defaultTickText = (t, origin) => formatMs(t - origin);
  * The chart on `canvas` (kept from step to step: its zoom stays). Arguments as gantt.js's ganttSvg.
  * Returns the canvas.
  */
-export function ganttCanvas(canvas, { rows, arrows = [], settledArrows = 0, axis, frame, now = null, axisLabel = "time since the first block (ms)",
+export function ganttCanvas(canvas, { rows, arrows = [], lasting = false, axis, frame, now = null, axisLabel = "time since the first block (ms)",
                                       className = "", ariaLabel = "timeline of each rank", gap = 0.45,
                                       tickText = defaultTickText }) {
   const rem = frame.rem;
   const layout = layRows(rows, rem, gap);
   if (!canvas.gantt) bindZoom(canvas);
-  Object.assign(canvas.gantt, { rows, arrows, settledArrows, axis, frame, now, axisLabel, gap, layout, tickText });
+  Object.assign(canvas.gantt, { rows, arrows, lasting, axis, frame, now, axisLabel, gap, layout, tickText });
   canvas.className = ["gantt", "gantt-canvas", className].filter(Boolean).join(" ");
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label", ariaLabel);
@@ -87,7 +87,8 @@ export function ganttCanvas(canvas, { rows, arrows = [], settledArrows = 0, axis
 }
 
 function paintChart(canvas) {
-  const { rows, arrows, axis, frame, now, axisLabel, layout, view, tickText } = canvas.gantt;
+  const g = canvas.gantt;
+  const { axis, frame, now, layout, view } = g;
   const { laid, top, plotBottom, height } = layout;
   const rem = frame.rem;
   const dpr = window.devicePixelRatio || 1;
@@ -104,13 +105,15 @@ function paintChart(canvas) {
   const shown = shownAxis(axis, view);
   const X = xScale(frame, shown);
   const c = palette();
-  const base = settledBase(canvas, dpr);
-  ctx.globalAlpha = 1;
-  if (base) ctx.drawImage(base.bitmap, 0, 0);
+  if (g.lasting) composePlot(canvas, ctx, X, dpr);
+  else {
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    paintFrame(ctx, g, shown, X);
+    paintItems(ctx, g, X);
+  }
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  if (!base) paintFrame(ctx, canvas.gantt, shown, X);
 
-  // each row's number on the right (it changes as the run goes: not part of the kept painting)
+  // each row's number on the right (it changes as the run goes: not part of a kept picture)
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
   ctx.fillStyle = c.ink;
@@ -118,26 +121,6 @@ function paintChart(canvas) {
   for (const { row, y0, y1 } of laid) {
     if (row.right !== undefined && row.right !== null) ctx.fillText(String(row.right), frame.right + 0.5 * rem, (y0 + y1) / 2);
   }
-
-  ctx.save();
-  clipToPlot(ctx, frame, height);
-  const current = paintBlocks(ctx, laid, X, frame, base ? base.painted.map((blocks) => blocks.length) : null);
-  ctx.globalAlpha = 1;
-  for (const { x0, w, lane, open } of current) {      // outlined above their neighbours
-    ctx.strokeStyle = c.ink;
-    ctx.lineWidth = open ? 1.5 : 3;
-    ctx.setLineDash(open ? [3, 2] : []);
-    ctx.strokeRect(x0, lane.y, w, lane.h);
-  }
-  ctx.setLineDash([]);
-  if (base) {
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.drawImage(base.arrowsBitmap, 0, 0);
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  }
-  paintArrows(ctx, arrows, laid, X, frame, c, base ? base.arrows.length : 0, base?.taken);
-  ctx.restore();
-
   if (now !== null && now >= shown.start && now <= shown.end) {
     const x = X(now);
     ctx.strokeStyle = c.now;
@@ -149,11 +132,6 @@ function paintChart(canvas) {
     ctx.stroke();
     ctx.setLineDash([]);
   }
-  // Made when the browser is idle; soon (within SETTLE_WAIT_MS) while the viewer steps (the cursor's time moved a
-  // little): after a jump the next move may go anywhere.
-  const stepping = now !== null && canvas.gantt.lastNow !== undefined && Math.abs(now - canvas.gantt.lastNow) <= STEP_SPAN * (axis.end - axis.start);
-  canvas.gantt.lastNow = now ?? undefined;
-  if (!base || base.behind) keepSettled(canvas, stepping);
 }
 
 const font = (weight, size) => `${weight} ${size}px system-ui, sans-serif`;
@@ -228,165 +206,305 @@ function paintFrame(ctx, { frame, axisLabel, layout, view, tickText }, shown, X)
   ctx.restore();
 }
 
+// ---- the blocks and arrows ------------------------------------------------------------------------------
+
+const EDGE_PX = 2;             // how far past its edges a block's painting may reach (antialiasing, a text's glyphs)
+const OUTLINE_PX = 4;          // how far past its edges a block's outline reaches, when it is current or open
+const ARROW_PX = 8;            // how far past its ends an arrow's painting may reach (its width, its head)
+
+/** The x range a block paints ([left, right], CSS px, its outline's margin in), or null where it paints nothing. */
+function blockReach(b, X, frame) {
+  const x = X(b.t0);
+  if (b.tick) return x < frame.left || x > frame.right ? null : [x - 0.28 * frame.rem - EDGE_PX, x + 0.28 * frame.rem + EDGE_PX];
+  const x0 = Math.max(frame.left - 2, x);
+  const x1 = Math.min(frame.right + 2, X(b.t1));
+  if (x1 < frame.left || x0 > frame.right) return null;
+  return [x0 - OUTLINE_PX, x0 + Math.max(x1 - x0, 1.5) + OUTLINE_PX];
+}
+
+/** Where an arrow is drawn ({x0, x1, y0, y1}), or null where it is not (its rows not shown, or out of view). */
+function arrowLine(a, laid, X, frame) {
+  const from = laid[a.from.row];
+  const to = laid[a.to.row];
+  if (!from || !to) return null;
+  const x0 = X(a.from.t);
+  const x1 = X(a.to.t);
+  if (Math.max(x0, x1) < frame.left || Math.min(x0, x1) > frame.right) return null;
+  const down = a.to.row > a.from.row;
+  return { x0, x1, y0: down ? from.y1 : from.y0, y1: down ? to.y0 : to.y1 };
+}
+
+/** The box an arrow's line paints ({x: [left, right], y: [top, bottom]}, CSS px). */
+function arrowReach(line) {
+  return { x: [Math.min(line.x0, line.x1) - ARROW_PX, Math.max(line.x0, line.x1) + ARROW_PX],
+           y: [Math.min(line.y0, line.y1) - ARROW_PX, Math.max(line.y0, line.y1) + ARROW_PX] };
+}
+
 /**
- * The lanes' blocks, clipped to the plot (the caller's clip), each lane's from `from[lane]` (its first block when
- * null) to `to[lane]` (its last when null); returns the current and open ones, to be outlined. A big run's chart
- * paints thousands at a move: the canvas's state (a colour, the alpha, the font) is set only when it changes, and
- * nothing is allocated per block.
+ * Paint the plot's blocks, then the current and open ones' outlines, then the arrows, clipped to the plot: all of
+ * them, or those whose box ([x0, x1], [y0, y1]: CSS px) `wanted` says. Returns how many blocks it painted. A big
+ * run's chart paints thousands of blocks at a move: the canvas's state (a colour, the alpha, the font) is set only
+ * when it changes.
  */
-function paintBlocks(ctx, laid, X, frame, from = null, to = null) {
+function paintItems(ctx, g, X, wanted = () => true) {
+  const { frame, arrows, layout: { laid, height } } = g;
+  const blocks = [];
+  for (const { lanes } of laid) {
+    for (const lane of lanes) {
+      const ys = [lane.y - OUTLINE_PX, lane.y + lane.h + OUTLINE_PX];
+      for (const b of lane.blocks) {
+        const reach = blockReach(b, X, frame);
+        if (reach && wanted(reach, ys)) blocks.push({ b, lane });
+      }
+    }
+  }
+  const drawn = thinned(arrows, laid, X, frame).filter(({ line }) => {
+    const reach = arrowReach(line);
+    return wanted(reach.x, reach.y);
+  });
+  ctx.save();
+  clipToPlot(ctx, frame, height);
+  paintBlocks(ctx, blocks, X, frame);
+  paintArrows(ctx, drawn);
+  ctx.restore();
+  return blocks.length;
+}
+
+/** The blocks ([{b, lane}], in the order of their lanes), then the current and open ones' outlines. */
+function paintBlocks(ctx, blocks, X, frame) {
   const rem = frame.rem;
   const c = palette();
   const charPx = 0.84 * rem * 0.62;
   const minTextPx = charPx + 2;           // narrower than one character: no text to fit
-  const current = [];
+  const outlined = [];
   const pen = penOf(ctx);
   ctx.font = font(800, 0.84 * rem);
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
-  let k = -1;
-  for (const { lanes } of laid) {
-    for (const lane of lanes) {
-      k += 1;
-      const bottom = lane.y + lane.h;
-      const blocks = lane.blocks;
-      for (let i = from ? from[k] : 0, end = to ? to[k] : blocks.length; i < end; i++) {
-        const b = blocks[i];
-        if (b.tick) {
-          const x = X(b.t0);
-          if (x < frame.left || x > frame.right) continue;
-          pen.alpha(1);
-          pen.fill(paint(b.fill, c.soft));
-          ctx.beginPath();
-          ctx.moveTo(x, bottom);
-          ctx.lineTo(x - 0.28 * rem, bottom - 0.45 * rem);
-          ctx.lineTo(x + 0.28 * rem, bottom - 0.45 * rem);
-          ctx.fill();
-          continue;
-        }
-        const x0 = Math.max(frame.left - 2, X(b.t0));
-        const x1 = Math.min(frame.right + 2, X(b.t1));
-        if (x1 < frame.left || x0 > frame.right) continue;
-        const w = Math.max(x1 - x0, 1.5);
-        pen.alpha(b.faded ? 0.3 : 1);          // the ideal grid's actions not run yet
-        pen.fill(paint(b.fill, c.soft));
-        ctx.fillRect(x0, lane.y, w, lane.h);
-        const stroke = w > 3 ? paint(b.stroke, null) : null;
-        if (stroke) {
-          pen.stroke(stroke);
-          ctx.lineWidth = 1.5;
-          ctx.strokeRect(x0 + 0.75, lane.y + 0.75, w - 1.5, lane.h - 1.5);
-        }
-        const isCurrent = hasClass(b.cls, "current");
-        if (isCurrent || hasClass(b.cls, "open")) current.push({ x0, w, lane, open: !isCurrent });
-        const text = w >= minTextPx ? fitText(b, w, charPx) : null;
-        if (text) {
-          pen.fill(paint(b.ink, "white") || "white");
-          ctx.fillText(text, x0 + w / 2, lane.y + lane.h / 2);
-        }
-      }
+  for (const { b, lane } of blocks) {
+    const bottom = lane.y + lane.h;
+    if (b.tick) {
+      const x = X(b.t0);
+      pen.alpha(1);
+      pen.fill(paint(b.fill, c.soft));
+      ctx.beginPath();
+      ctx.moveTo(x, bottom);
+      ctx.lineTo(x - 0.28 * rem, bottom - 0.45 * rem);
+      ctx.lineTo(x + 0.28 * rem, bottom - 0.45 * rem);
+      ctx.fill();
+      continue;
+    }
+    const x0 = Math.max(frame.left - 2, X(b.t0));
+    const w = Math.max(Math.min(frame.right + 2, X(b.t1)) - x0, 1.5);
+    pen.alpha(b.faded ? 0.3 : 1);          // the ideal grid's actions not run yet
+    pen.fill(paint(b.fill, c.soft));
+    ctx.fillRect(x0, lane.y, w, lane.h);
+    const stroke = w > 3 ? paint(b.stroke, null) : null;
+    if (stroke) {
+      pen.stroke(stroke);
+      ctx.lineWidth = 1.5;
+      ctx.strokeRect(x0 + 0.75, lane.y + 0.75, w - 1.5, lane.h - 1.5);
+    }
+    const isCurrent = hasClass(b.cls, "current");
+    if (isCurrent || hasClass(b.cls, "open")) outlined.push({ x0, w, lane, open: !isCurrent });
+    const text = w >= minTextPx ? fitText(b, w, charPx) : null;
+    if (text) {
+      pen.fill(paint(b.ink, "white") || "white");
+      ctx.fillText(text, x0 + w / 2, lane.y + lane.h / 2);
     }
   }
   ctx.globalAlpha = 1;
-  return current;
+  for (const { x0, w, lane, open } of outlined) {      // outlined above their neighbours
+    ctx.strokeStyle = c.ink;
+    ctx.lineWidth = open ? 1.5 : 3;
+    ctx.setLineDash(open ? [3, 2] : []);
+    ctx.strokeRect(x0, lane.y, w, lane.h);
+  }
+  ctx.setLineDash([]);
 }
 
-// ---- the settled painting ------------------------------------------------------------------------------
-// A lane may say how many of its first blocks are settled (`lane.settled`: the same block objects, unchanged, at
-// every later place of the run — a pipeline's spans that ended a while before the cursor). The chart then keeps a
-// painting of its frame and those blocks (made when the browser is idle, as an ImageBitmap), and a move copies it
-// and paints only the blocks after them: a few hundred near the cursor, not thousands. The blocks are painted in
-// the order a whole painting paints them (each lane's in turn; lanes do not overlap), so the picture is the same.
-// The painting serves a move only where the chart's frame is the same (size, axis, zoom, rows) and each lane starts
-// with the blocks it holds (the same objects); elsewhere — a move back past them, a new axis — the chart is painted
-// whole and a new one is made when idle.
+/** The arrows in view, thinned: per pair of rows, one per few pixels (the current ones always): [{a, line}]. */
+function thinned(arrows, laid, X, frame) {
+  const taken = new Set();
+  const kept = [];
+  for (const a of arrows) {
+    const line = arrowLine(a, laid, X, frame);
+    if (!line) continue;
+    const current = hasClass(a.cls, "current");
+    const slot = (a.from.row * 4096 + a.to.row) * 1e7 + Math.round(line.x0 / ARROW_SPACING_PX) + 1e6;   // a number: no string per arrow
+    if (!current && taken.has(slot)) continue;
+    taken.add(slot);
+    kept.push({ a, line });
+  }
+  return kept;
+}
 
-const SETTLED_BEHIND = 256;   // settled blocks not yet in the painting before it is brought up to date (when idle)
-const STEP_SPAN = 0.02;        // a move of the cursor's time by at most this share of the axis is a step
-const SETTLE_WAIT_MS = 100;    // stepping, the painting is made by then even if the browser is never idle
+/** Arrows ([{a, line}]) from the bottom of one row's last lane to the top of another's: the current ones last, darker. */
+function paintArrows(ctx, arrows) {
+  const c = palette();
+  for (const current of [false, true]) {      // a path per arrow: one path of them all rasterises several times slower
+    ctx.strokeStyle = current ? c.ink : "rgba(71, 85, 105, 0.45)";
+    ctx.fillStyle = current ? c.ink : c.soft;
+    ctx.lineWidth = current ? 2.5 : 1.2;
+    const head = current ? 7 : 5;
+    for (const { a, line: { x0, x1, y0, y1 } } of arrows) {
+      if (hasClass(a.cls, "current") !== current) continue;
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      ctx.lineTo(x1, y1);
+      ctx.stroke();
+      const angle = Math.atan2(y1 - y0, x1 - x0);
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - head * Math.cos(angle - 0.45), y1 - head * Math.sin(angle - 0.45));
+      ctx.lineTo(x1 - head * Math.cos(angle + 0.45), y1 - head * Math.sin(angle + 0.45));
+      ctx.fill();
+    }
+  }
+}
 
-/** The chart's frame, as a key: a settled painting serves only the same one. */
+// ---- the kept picture -----------------------------------------------------------------------------------
+// A chart whose blocks and arrows last (`lasting`: a block or arrow, once given, is never changed — a new look comes
+// as a new object, as pipeline.js's blocks of spans that ended, kept by seq, or the ideal grid's cells in each of
+// their three states) is composed on layers. It keeps, for its frame (size, axis, zoom, rows), a painting of the
+// frame alone and a picture of some place (frame, blocks, outlines, arrows: the plot, not the rows' numbers or the
+// cursor's line). A move finds, band by band of the canvas (a row's, from the middle of the gap above it to the
+// middle of the gap below), where its chart departs from the picture: from the leftmost to the rightmost reach of the
+// blocks that are not the same objects in both (each lane's, index by index), and of the arrows from the first that
+// is not (an arrow's thinning depends on those before it). On a scratch layer it paints, over the frame, the blocks
+// and arrows that reach those stretches, just as a whole painting paints them (the same clip: a canvas antialiases a
+// shape by the clip it is painted in); it takes each band's stretch from the scratch layer and the rest from the
+// picture. The plot is then the whole painting's, pixel for pixel. A finished run's chart has one axis at every place
+// (pipeline.js), so the picture of its end serves a move anywhere: only what lies between the cursor's oldest open
+// span and the cursor is painted, row by row. A plot that painted more than REKEEP_AFTER blocks, and is as far on as
+// its picture (as many blocks), becomes the picture.
+
+const REKEEP_AFTER = 256;
+
+/** The chart's frame, as a key: the kept paintings serve only the same one. */
 function frameKey(g, dpr) {
   const { laid, height } = g.layout;
   return JSON.stringify([dpr, g.frame, height, g.axis, g.view, g.axisLabel, g.gap, g.tickText === defaultTickText ? null : String(g.tickText),
     laid.map(({ row, y0, y1, lanes }) => [row.rank, row.label, row.sub, row.badge, y0, y1, lanes.length])]);
 }
 
-/** The chart's settled painting if it serves its current rows (`behind`: it lacks many settled blocks), else null. */
-function settledBase(canvas, dpr) {
-  const g = canvas.gantt;
-  const base = g.base;
-  if (!base?.bitmap || base.key !== frameKey(g, dpr)) return null;
-  const lanes = g.layout.laid.flatMap((l) => l.lanes);
-  if (lanes.length !== base.painted.length) return null;
-  let behind = 0;
-  for (let k = 0; k < lanes.length; k++) {
-    const painted = base.painted[k];
-    const blocks = lanes[k].blocks;
-    if (blocks.length < painted.length) return null;
-    for (let i = 0; i < painted.length; i++) if (blocks[i] !== painted[i]) return null;
-    behind += Math.max(0, (lanes[k].settled ?? 0) - painted.length);
+/** A layer the size of `canvas`, cleared, untransformed (`layer`, reused, or a new one). */
+function layerLike(canvas, layer) {
+  if (!layer) {
+    layer = document.createElement("canvas");
+    layer.getContext("2d", { willReadFrequently: true });      // kept in memory, not on the GPU: layers are copied from
   }
-  if (g.arrows.length < base.arrows.length) return null;
-  for (let i = 0; i < base.arrows.length; i++) if (g.arrows[i] !== base.arrows[i]) return null;
-  base.behind = behind + (g.settledArrows - base.arrows.length) > SETTLED_BEHIND;
-  return base;
+  if (layer.width !== canvas.width || layer.height !== canvas.height) {
+    layer.width = canvas.width;
+    layer.height = canvas.height;
+  } else {
+    const lctx = layer.getContext("2d");
+    lctx.setTransform(1, 0, 0, 1, 0, 0);
+    lctx.clearRect(0, 0, layer.width, layer.height);
+  }
+  return layer;
 }
 
-/** Make (or bring up to date) the settled painting of the chart's latest rows when the browser is idle (`soon`: by
- *  SETTLE_WAIT_MS at the latest). */
-function keepSettled(canvas, soon) {
+/** The lasting chart's plot at its rows onto `ctx` (the canvas's, untransformed), composed from its kept picture
+ *  where it can be (see above). */
+function composePlot(canvas, ctx, X, dpr) {
   const g = canvas.gantt;
-  if (!(g.settledArrows > 0 || g.layout.laid.some((l) => l.lanes.some((lane) => lane.settled > 0)))) return;
-  if (g.settling && (g.settling.soon || !soon)) return;
-  if (g.settling) window.cancelIdleCallback?.(g.settling.handle);
-  const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 50));
-  g.settling = { soon, handle: idle(() => {
-    const dpr = window.devicePixelRatio || 1;
-    const key = frameKey(g, dpr);
-    const lanes = g.layout.laid.flatMap((l) => l.lanes);
-    const kept = settledBase(canvas, dpr) ? g.base : null;     // extended, or made anew
-    const layer = kept?.layer ?? document.createElement("canvas");
-    const lctx = layer.getContext("2d");
-    const { frame, layout } = g;
+  const key = frameKey(g, dpr);
+  if (g.kept?.key !== key) {
+    const frameLayer = layerLike(canvas, g.kept?.frame);
     const shown = shownAxis(g.axis, g.view);
-    const X = xScale(frame, shown);
-    if (!kept) {
-      layer.width = canvas.width;
-      layer.height = canvas.height;
-      lctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      paintFrame(lctx, g, shown, X);
+    frameLayer.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
+    paintFrame(frameLayer.getContext("2d"), g, shown, xScale(g.frame, shown));
+    g.kept = { key, frame: frameLayer, picture: null, spare: g.kept?.spare ?? g.kept?.picture, scratch: g.kept?.scratch, lanes: null, arrows: null, blocks: 0 };
+  }
+  const kept = g.kept;
+  const lanes = g.layout.laid.flatMap((l) => l.lanes);
+  const count = blockCount(lanes);
+  const keep = (picture) => {
+    kept.spare = kept.picture;
+    Object.assign(kept, { picture, lanes: lanes.map((lane) => lane.blocks.slice()), arrows: g.arrows.slice(), blocks: count });
+    ctx.drawImage(picture, 0, 0);
+  };
+  if (!kept.picture) {          // painted whole, as the picture
+    const plot = layerLike(canvas, kept.spare);
+    const pctx = plot.getContext("2d");
+    pctx.drawImage(kept.frame, 0, 0);
+    pctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.painted = { from: 0, blocks: paintItems(pctx, g, X) };      // what this move painted afresh (the tests read it)
+    return keep(plot);
+  }
+  const bands = bandsOf(g.layout, dpr, canvas.height);
+  const spans = departures(kept, g, lanes, X, bands).map(([lo, hi]) => [Math.max(0, Math.floor(lo * dpr)), Math.min(canvas.width, Math.ceil(hi * dpr))]);
+  const scratch = (kept.scratch = layerLike(canvas, kept.scratch));
+  const sctx = scratch.getContext("2d");
+  const copy = (target, source, top, bottom, x0, x1) => {
+    if (x1 > x0) target.drawImage(source, x0, top, x1 - x0, bottom - top, x0, top, x1 - x0, bottom - top);
+  };
+  bands.forEach(({ top, bottom }, k) => copy(sctx, kept.frame, top, bottom, ...spans[k]));
+  sctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const painted = paintItems(sctx, g, X, ([x0, x1], [y0, y1]) => bands.some(({ top, bottom }, k) =>
+    x1 * dpr >= spans[k][0] && x0 * dpr < spans[k][1] && y1 * dpr >= top && y0 * dpr < bottom));
+  const from = Math.min(...spans.map(([x0, x1]) => (x1 > x0 ? x0 : canvas.width)));
+  g.painted = { from: from / dpr, blocks: painted };
+  // a plot that painted many blocks, as far on as the picture, is composed on a layer and becomes the picture
+  const rekeep = painted > REKEEP_AFTER && count >= kept.blocks;
+  const target = rekeep ? layerLike(canvas, kept.spare).getContext("2d") : ctx;
+  bands.forEach(({ top, bottom }, k) => {
+    const [x0, x1] = spans[k];
+    if (x1 <= x0) return copy(target, kept.picture, top, bottom, 0, canvas.width);       // nothing departs from it here
+    copy(target, kept.picture, top, bottom, 0, x0);
+    copy(target, scratch, top, bottom, x0, x1);
+    copy(target, kept.picture, top, bottom, x1, canvas.width);
+  });
+  if (rekeep) keep(target.canvas);
+}
+
+const blockCount = (lanes) => lanes.reduce((n, lane) => n + lane.blocks.length, 0);
+
+/** The canvas's bands, one per row ({top, bottom}: device rows), from the canvas's top to its bottom. */
+function bandsOf(layout, dpr, height) {
+  const { laid } = layout;
+  const edges = laid.slice(1).map((l, k) => Math.round((dpr * (laid[k].y1 + l.y0)) / 2));
+  return [0, ...edges].map((top, k) => ({ top, bottom: k < edges.length ? edges[k] : height }));
+}
+
+/** A block painted as `other` is (the same object, or a tick — a send's — at the same place in the same colour). */
+const paintedAlike = (b, other) => b === other || (b?.tick && other?.tick && b.t0 === other.t0 && b.fill === other.fill);
+
+/** Each band's xs (CSS px: [lo, hi]) outside which the chart of `lanes` (its lanes) paints what the kept picture shows
+ *  there ([Infinity, -Infinity]: all of it). */
+function departures(kept, g, lanes, X, bands) {
+  const { arrows, frame, layout: { laid } } = g;
+  const dpr = window.devicePixelRatio || 1;
+  const cuts = bands.map(() => [Infinity, -Infinity]);
+  const cutAt = ([x0, x1], [y0, y1]) => {
+    bands.forEach(({ top, bottom }, k) => {
+      if (y1 * dpr >= top && y0 * dpr < bottom) cuts[k] = [Math.min(cuts[k][0], x0), Math.max(cuts[k][1], x1)];
+    });
+  };
+  lanes.forEach((lane, k) => {
+    const was = kept.lanes[k];
+    const now = lane.blocks;
+    const ys = [lane.y - OUTLINE_PX, lane.y + lane.h + OUTLINE_PX];
+    for (let i = 0, n = Math.max(was.length, now.length); i < n; i++) {
+      if (paintedAlike(was[i], now[i])) continue;
+      for (const b of [was[i], now[i]]) {
+        const reach = b && blockReach(b, X, frame);
+        if (reach) cutAt(reach, ys);
+      }
     }
-    const from = lanes.map((lane, k) => (kept ? kept.painted[k].length : 0));
-    const to = lanes.map((lane, k) => Math.max(from[k], Math.min(lane.settled ?? 0, lane.blocks.length)));
-    lctx.save();
-    clipToPlot(lctx, frame, layout.height);
-    paintBlocks(lctx, layout.laid, X, frame, from, to);
-    lctx.restore();
-    const painted = lanes.map((lane, k) => lane.blocks.slice(0, to[k]));
-    // the settled arrows on a layer of their own: every arrow is drawn over every block
-    const arrowsLayer = kept?.arrowsLayer ?? document.createElement("canvas");
-    const actx = arrowsLayer.getContext("2d");
-    if (!kept) {
-      arrowsLayer.width = canvas.width;
-      arrowsLayer.height = canvas.height;
-      actx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  });
+  let same = 0;
+  while (same < arrows.length && same < kept.arrows.length && arrows[same] === kept.arrows[same]) same += 1;
+  for (const list of [arrows, kept.arrows]) {
+    for (let i = same; i < list.length; i++) {
+      const line = arrowLine(list[i], laid, X, frame);
+      if (!line) continue;
+      const reach = arrowReach(line);
+      cutAt(reach.x, reach.y);
     }
-    const arrowsFrom = kept ? kept.arrows.length : 0;
-    const arrowsTo = Math.max(arrowsFrom, Math.min(g.settledArrows, g.arrows.length));
-    actx.save();
-    clipToPlot(actx, frame, layout.height);
-    const taken = paintArrows(actx, g.arrows, layout.laid, X, frame, palette(), arrowsFrom, kept?.taken, arrowsTo);
-    actx.restore();
-    const arrows = g.arrows.slice(0, arrowsTo);
-    const allTaken = kept ? new Set([...kept.taken, ...taken]) : taken;
-    Promise.all([createImageBitmap(layer), createImageBitmap(arrowsLayer)]).then(([bitmap, arrowsBitmap]) => {
-      g.base?.bitmap?.close?.();
-      g.base?.arrowsBitmap?.close?.();
-      g.base = { key, layer, bitmap, painted, arrowsLayer, arrowsBitmap, arrows, taken: allTaken, behind: false };
-      g.settling = null;
-    }, () => { g.settling = null; });
-  }, soon ? { timeout: SETTLE_WAIT_MS } : {}) };
+  }
+  return cuts;
 }
 
 /** `cls` (a class name, a list of them, nested or with falsy holes) holds `name`? Allocates nothing. */
@@ -407,48 +525,6 @@ function penOf(ctx) {
     stroke(value) { if (value !== stroke) { ctx.strokeStyle = value; stroke = value; } },
     alpha(value) { if (value !== alpha) { ctx.globalAlpha = value; alpha = value; } },
   };
-}
-
-/** The arrows in view, thinned: per pair of rows, one per few pixels (the current ones always); from the
- *  `start`th to before the `end`th, after those whose places `before` holds. Returns the places taken. */
-function paintArrows(ctx, arrows, laid, X, frame, c, start = 0, before = null, end = arrows.length) {
-  const taken = new Set();
-  const drawn = [];
-  for (let i = start; i < end; i++) {
-    const a = arrows[i];
-    const from = laid[a.from.row];
-    const to = laid[a.to.row];
-    if (!from || !to) continue;
-    const x0 = X(a.from.t);
-    const x1 = X(a.to.t);
-    if (Math.max(x0, x1) < frame.left || Math.min(x0, x1) > frame.right) continue;
-    const current = hasClass(a.cls, "current");
-    const slot = (a.from.row * 4096 + a.to.row) * 1e7 + Math.round(x0 / ARROW_SPACING_PX) + 1e6;   // a number: no string per arrow
-    if (!current && (taken.has(slot) || before?.has(slot))) continue;
-    taken.add(slot);
-    const down = a.to.row > a.from.row;
-    drawn.push({ x0, x1, y0: down ? from.y1 : from.y0, y1: down ? to.y0 : to.y1, current });
-  }
-  for (const current of [false, true]) {      // a path per arrow: one path of them all rasterises several times slower
-    ctx.strokeStyle = current ? c.ink : "rgba(71, 85, 105, 0.45)";
-    ctx.fillStyle = current ? c.ink : c.soft;
-    ctx.lineWidth = current ? 2.5 : 1.2;
-    const head = current ? 7 : 5;
-    for (const d of drawn) {
-      if (d.current !== current) continue;
-      ctx.beginPath();
-      ctx.moveTo(d.x0, d.y0);
-      ctx.lineTo(d.x1, d.y1);
-      ctx.stroke();
-      const angle = Math.atan2(d.y1 - d.y0, d.x1 - d.x0);
-      ctx.beginPath();
-      ctx.moveTo(d.x1, d.y1);
-      ctx.lineTo(d.x1 - head * Math.cos(angle - 0.45), d.y1 - head * Math.sin(angle - 0.45));
-      ctx.lineTo(d.x1 - head * Math.cos(angle + 0.45), d.y1 - head * Math.sin(angle + 0.45));
-      ctx.fill();
-    }
-  }
-  return taken;
 }
 
 function roundRect(ctx, x, y, w, h, r) {

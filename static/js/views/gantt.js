@@ -74,16 +74,16 @@ export function rowLabel(row, y, height, frame, { chip = true } = {}) {
 
 /**
  * The chart as an SVG element (a canvas, gantt-canvas.js, past CANVAS_BLOCKS blocks). `axis` from timeAxis; `now`: the cursor's time (a vertical line);
- * `axisLabel`: under the ticks. `cache` (dom.js nodeCache): a redraw with it keeps the same <svg> and
+ * `axisLabel`: under the ticks; `lasting`: a block or arrow given once is never changed (the canvas then keeps a picture). `cache` (dom.js nodeCache): a redraw with it keeps the same <svg> and
  * every part whose drawing did not change — a step moves a few blocks, not the chart.
  */
-export function ganttSvg({ rows, arrows = [], settledArrows = 0, axis, frame, now = null, axisLabel = "time since the first block (ms)",
+export function ganttSvg({ rows, arrows = [], lasting = false, axis, frame, now = null, axisLabel = "time since the first block (ms)",
                            className = "", ariaLabel = "timeline of each rank", gap = 0.45, cache = nodeCache() }) {
   const blocks = rows.reduce((n, row) => n + row.lanes.reduce((k, lane) => k + lane.blocks.length, 0), 0);
   if (blocks > CANVAS_BLOCKS) {       // a big run: painted, zoomable (gantt-canvas.js)
     const canvas = cache.get("canvas", () => document.createElement("canvas"));
     cache.done();
-    return ganttCanvas(canvas, { rows, arrows, settledArrows, axis, frame, now, axisLabel, className, ariaLabel, gap });
+    return ganttCanvas(canvas, { rows, arrows, lasting, axis, frame, now, axisLabel, className, ariaLabel, gap });
   }
   const rem = frame.rem;
   const X = xScale(frame, axis);

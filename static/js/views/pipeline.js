@@ -100,9 +100,10 @@ function slowRanks(placement, slow, p) {
 // ---- the measured Gantt chart ----------------------------------------------------------------------
 
 // The block of each span that ended, made once: a closed span is never changed, so a step rebuilds only the blocks
-// of the spans still open or at the cursor, not thousands. They are kept by the span's seq (the run's, one at a
+// of the spans still open or at the cursor, not thousands; a send's (a tick where it began) is made once from its
+// begin: an isend stays open until it is waited for, long after. They are kept by the span's seq (the run's, one at a
 // time), not by the span object: a fold from a checkpoint makes its own copy of a span that ends, and the same
-// block objects at every place are what lets the painted chart keep a painting of the settled ones.
+// block objects at every place are what lets the painted chart serve a move from a picture it kept (`lasting`).
 let closedBlocks = { run: null, bySeq: new Map() };     // span's seq → {placement, block}
 
 /** The blocks kept for `run` (its id; a page's run without one: its log's contents, made anew for each run). */
@@ -111,55 +112,39 @@ function closedBlocksOf(run) {
   return closedBlocks.bySeq;
 }
 
-// A lane's first blocks of spans that ended at least this many events before the cursor are settled: the same at
-// every later place, so the painted chart keeps a painting of them (gantt-canvas.js) and a step back within this
-// many events still finds them there.
-const SETTLED_AFTER = 256;
-
 function ganttRows(state, { run, placement, slow, slowFactor, extent }) {
   const seq = state.event?.seq;
   const kept = closedBlocksOf(run);
-  const keepIf = (closed, sp, block) => {      // `block`, kept as the span's if it has ended (`closed`)
-    if (closed) kept.set(sp.seq, { placement, block });
+  const keepIf = (lasting, sp, block) => {      // `block`, kept as the span's if it will not change (`lasting`)
+    if (lasting) kept.set(sp.seq, { placement, block });
     return block;
   };
-  const settledBy = (seq ?? 0) - SETTLED_AFTER;
   const makespan = extent ? extent.end - extent.start : 0;
   return state.ranks.map((rs) => {
     const compute = [];
     const comm = [];
     let busy = 0;
-    let settledCompute = true;     // the lane's blocks so far all settled
-    let settledComm = true;
-    let computeSettled = 0;
-    let commSettled = 0;
     for (const sp of rs.spans) {
       const t1 = sp.t1 ?? state.tNow;
       const current = sp.seq === seq || sp.end?.seq === seq;
-      const closed = sp.t1 !== null && !current;
-      const made = closed ? kept.get(sp.seq) : undefined;
+      const lasting = !current && (sp.t1 !== null || (sp.kind === "p2p" && sp.op === "send"));
+      const made = lasting ? kept.get(sp.seq) : undefined;
       const block = made?.placement === placement ? made.block : null;
-      const settled = closed && sp.end?.seq <= settledBy;
       if (sp.kind === "compute") {
         busy += t1 - sp.t0;
-        compute.push(block ?? keepIf(closed, sp, computeBlock(sp, rs.rank, t1, current, placement)));
-        settledCompute &&= settled;
-        if (settledCompute) computeSettled += 1;
+        compute.push(block ?? keepIf(lasting, sp, computeBlock(sp, rs.rank, t1, current, placement)));
       } else {
-        comm.push(block ?? keepIf(closed, sp, sp.kind === "p2p"
+        comm.push(block ?? keepIf(lasting, sp, sp.kind === "p2p"
           ? p2pBlock(sp, state, { id: sp.seq, ...(current ? { cls: [sp.op, "current"] } : {}) })
           : { id: sp.seq, t0: sp.t0, t1, fill: COLLECTIVE_COLOUR, text: sp.op.replace(/_/g, "-"), short: "", cls: ["collective", current && "current"],
               get title() { return `rank ${rs.rank}: ${sp.op}${sp.label ? ` — ${tText(sp.label)}` : ""}`; } }));   // in the language asked in
-        settledComm &&= settled;
-        if (settledComm) commSettled += 1;
       }
     }
     const share = makespan > 0 ? busy / makespan : null;
     return {
       rank: rs.rank, sub: stagesText(placement, rs.rank), badge: slow.has(rs.rank) ? (slowFactor ? t("slow ×{factor}", { factor: slowFactor }) : t("slow")) : null,
       cls: slow.has(rs.rank) && "slow",
-      lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute, settled: computeSettled },
-              { height: 0.75, cls: "comm-lane", blocks: comm, settled: commSettled }],
+      lanes: [{ height: 1.7, cls: "compute-lane", blocks: compute }, { height: 0.75, cls: "comm-lane", blocks: comm }],
       right: share === null ? "" : t("busy {percent}%", { percent: Math.round(100 * Math.min(1, share)) }),
       rightTitle: "time this rank computed, as a share of the pipeline's makespan so far", busy,
     };
@@ -286,9 +271,10 @@ function paintsGrid(schedule) {
   return (schedule.grid || []).reduce((n, row) => n + row.length, 0) > CANVAS_BLOCKS;
 }
 
-/** The grid as a Gantt chart's rows: a block per slot, faded where the ranks have not run it at the cursor.
- *  Each cell's block is made once per grid (and language); a repaint only marks each one's progress. */
-const idealBlocks = new WeakMap();   // schedule event → {lang, rows: [[{action, block}]]}
+/** The grid as a Gantt chart's rows: a block per slot, faded where the ranks have not run it at the cursor,
+ *  outlined where they run it. Each cell's block for each of the three is made once per grid (and language) and never
+ *  changed, so the painted grid keeps a picture and repaints only the cells whose progress changed (`lasting`). */
+const idealBlocks = new WeakMap();   // schedule event → {lang, rows: [[{action, looks: {todo, running, done}, make}]]}
 function idealRows(schedule, progress, slow) {
   const placement = schedule.placement;
   const grid = parsedGrid(schedule);
@@ -299,18 +285,17 @@ function idealRows(schedule, progress, slow) {
       if (!action) return [];
       const parts = action.overlap || [action];
       const colours = look(parts[0].kind, chunkOf(placement, r, parts[0].stage));
-      return [{ action, block: { t0: c, t1: c + 1, ...colours, text: parts.length > 1 ? parts.map((a) => `${a.kind}${a.mb}`).join("+") : parts[0].mb,
-                                 short: parts[0].mb, faded: true, cls: null,
-                                 get title() { return t("slot {slot}: {action}", { slot: c, action: slotAction(action) }); } } }];
+      const make = (state) => ({ t0: c, t1: c + 1, ...colours, text: parts.length > 1 ? parts.map((a) => `${a.kind}${a.mb}`).join("+") : parts[0].mb,
+                                 short: parts[0].mb, faded: state === "todo", cls: state === "running" ? "current" : null,
+                                 get title() { return t("slot {slot}: {action}", { slot: c, action: slotAction(action) }); } });
+      return [{ action, looks: {}, make }];
     })) });
   }
   return idealBlocks.get(schedule).rows.map((cells, r) => {
-    for (const { action, block } of cells) {
-      const state = cellState(action, progress);
-      block.faded = state === "todo";
-      block.cls = state === "running" ? "current" : null;
-    }
-    const blocks = cells.map((cell) => cell.block);
+    const blocks = cells.map((cell) => {
+      const state = cellState(cell.action, progress);
+      return (cell.looks[state] ??= cell.make(state));
+    });
     return { rank: r, sub: stagesText(placement, r), badge: slow.has(r) ? t("slow") : null, lanes: [{ height: 1.7, blocks }],
              right: t("busy {percent}%", { percent: Math.round((100 * blocks.length) / cols) }) };
   });
@@ -323,7 +308,7 @@ function paintIdealGrid(canvas, schedule, frame, slow, progress) {
   if (canvas.drawnProgress === drawn) return canvas;
   canvas.drawnProgress = drawn;
   const cols = Math.max(1, ...(schedule.grid || []).map((row) => row.length));
-  return ganttCanvas(canvas, { rows: idealRows(schedule, progress, slow), axis: { start: 0, end: cols, step: cols > 40 ? 10 : 5 }, frame,
+  return ganttCanvas(canvas, { rows: idealRows(schedule, progress, slow), lasting: true, axis: { start: 0, end: cols, step: cols > 40 ? 10 : 5 }, frame,
     axisLabel: "slots of the ideal schedule: every action one unit of time", className: "ideal-grid", gap: 1.3,
     ariaLabel: t("the ideal {schedule} grid: {ranks} ranks × {cols} slots", { schedule: schedule.schedule, ranks: schedule.grid.length, cols }),
     tickText: (slot) => (Math.abs(slot - Math.round(slot)) < 1e-6 ? String(Math.round(slot)) : "") });
@@ -533,7 +518,7 @@ export function renderPipeline(container, state, { runId, params, contents }) {
   const keep = (parts, make) => cache.get(JSON.stringify(parts), make);
   const kinds = actionKinds(state);
   const anyP2p = state.p2p.length > 0;
-  const measured = measuredChart(container, state, { runId, run: runId ?? contents, placement, slow, slowFactor: slowStage?.factor, frame, p });
+  const measured = measuredChart(container, state, { runId, run: runId ?? contents, contents, placement, slow, slowFactor: slowStage?.factor, frame, p });
   place(container, [
     keep(["head", schedule, p, m, v, params, slowStage], () => describeSchedule(schedule, p, m, v, params, slowStage)),
     keep(["legend", [...kinds].sort(), v, anyP2p], () => kindLegend(kinds, v, anyP2p)),
@@ -577,21 +562,31 @@ function gridKinds(schedule) {
 }
 
 /** The measured Gantt chart ({svg, axis, liveBubble}), or null before any stage computed. */
-function measuredChart(container, state, { runId, run, placement, slow, slowFactor, frame, p }) {
+function measuredChart(container, state, { runId, run, contents, placement, slow, slowFactor, frame, p }) {
   const computeExtent = spanExtent(state, (sp) => sp.kind === "compute");
   if (!computeExtent) return null;
-  const end = Math.max(spanExtent(state).end, computeExtent.end);
-  // A margin of 1% before the first action, of the axis rounded to half ticks: the axis then stays put
-  // from one step to the next, and so do the blocks already drawn.
-  const rough = timeAxis(computeExtent.start, end);
-  const axis = timeAxis(computeExtent.start - 0.01 * (rough.end - computeExtent.start), end);
+  const axis = measuredAxis(state, computeExtent, contents);
   const rows = ganttRows(state, { run, placement, slow, slowFactor, extent: computeExtent });
   const liveBubble = p > 0 ? 1 - rows.reduce((a, r) => a + r.busy, 0) / (p * (computeExtent.end - computeExtent.start)) : null;
-  const { arrows, settled: settledArrows } = arrowsOf(state, runId, run);
-  const svg = ganttSvg({ rows, arrows, settledArrows, axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
+  const arrows = arrowsOf(state, runId, run);
+  const svg = ganttSvg({ rows, arrows, lasting: true, axis, frame, now: state.event?.t ?? null, className: "pipeline-gantt",
     axisLabel: "time since the first stage action (ms)", ariaLabel: t("pipeline Gantt chart of {p} ranks", { p }), gap: 0.7,
     cache: cacheOf(container, "gantt") });
   return { svg, axis, liveBubble };
+}
+
+/**
+ * The measured chart's time axis: a finished run's is the whole run's at every place (its log says where its spans
+ * lie: log-contents.js), so a move keeps the chart's scale and the painted chart serves it from the picture it kept
+ * of the run's end; a run still going grows its axis with the cursor. A margin of 1% before the first action, of the
+ * axis rounded to half ticks: a growing axis stays put from one step to the next, and so do the blocks drawn.
+ */
+function measuredAxis(state, computeExtent, contents) {
+  const whole = contents?.ended ? contents.spanTimes : null;
+  const start = whole?.computeStart ?? computeExtent.start;
+  const end = whole ? whole.end : Math.max(spanExtent(state).end, computeExtent.end);
+  const rough = timeAxis(start, end);
+  return timeAxis(start - 0.01 * (rough.end - start), end);
 }
 
 // Each send's arrow to the recv that took it. The pairs are kept for the latest few states by the run and
@@ -601,8 +596,7 @@ const pairings = new Map();          // "runId|p2pSeq" → [{send, recv}]
 const KEPT_PAIRINGS = 4;
 let arrowOfPair = { run: null, byRecv: new Map() };   // recv's seq → its arrow (not at the cursor), the run's
 
-/** The arrows of the sends paired at `state`, and how many of the first are settled (their recv ended
- *  `SETTLED_AFTER` events or more before the cursor: kept, like the blocks, by seq). */
+/** The arrows of the sends paired at `state` (one not at the cursor kept, like the blocks, by its recv's seq). */
 function arrowsOf(state, runId, run) {
   const key = `${runId}|${state.p2pSeq}`;
   let pairs = pairings.get(key);
@@ -614,17 +608,13 @@ function arrowsOf(state, runId, run) {
   if (arrowOfPair.run !== run) arrowOfPair = { run, byRecv: new Map() };
   const kept = arrowOfPair.byRecv;
   const seq = state.event?.seq;
-  const settledBy = (seq ?? 0) - SETTLED_AFTER;
-  let settled = 0;
-  const arrows = pairs.map(({ send, recv }, i) => {
+  return pairs.map(({ send, recv }) => {
     const current = send.seq === seq || recv.end?.seq === seq || recv.seq === seq;
-    if (settled === i && !current && recv.end?.seq <= settledBy) settled += 1;
     if (current) return pairArrow(send, recv, ["current"]);
     let arrow = kept.get(recv.seq);
     if (arrow?.send.seq !== send.seq) kept.set(recv.seq, (arrow = pairArrow(send, recv, [])));
     return arrow;
   });
-  return { arrows, settled };
 }
 
 function pairArrow(send, recv, cls) {
