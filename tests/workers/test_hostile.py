@@ -133,6 +133,9 @@ def test_no_network_no_data_no_other_submissions_no_signals_no_root_only_files(t
     secret = tmp_path / "data" / "runs" / "secret.txt"
     secret.parent.mkdir(parents=True)
     secret.write_text("another user's submission")
+    # /root shows only the Python installation's folders the sandbox binds there (.pyenv; .local where
+    # the server's user has a site-packages of its own)
+    python_in_root = {Path(p).relative_to("/root").parts[0] for p in sandbox._python_roots() if p.startswith("/root/")}
     probe = f"""
 found = []
 try:
@@ -143,7 +146,7 @@ except OSError:
 for path in [{str(secret)!r}, {str(secret.parent.parent)!r}, "/home", "/srv", "/var/lib"]:
     if pathlib.Path(path).exists():
         found.append(path)
-if os.path.isdir("/root") and set(os.listdir("/root")) - {{".pyenv"}}:                  # only the Python installation is bound there
+if os.path.isdir("/root") and set(os.listdir("/root")) - {python_in_root!r}:
     found.append("/root")
 for path in ["/etc/shadow", "/root/.bash_history"]:     # root-only whatever the server runs as; not bound
     try:
