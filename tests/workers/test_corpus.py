@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import time
-import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -79,14 +78,8 @@ def _free_ports(count: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> dict[int, dict]:
-    """rank → program → {events, comm_debug_mode, printed}: the whole corpus run once. A run in which a
-    rank died or hung is reported (as a warning, with where each rank was) and made once more: one CI
-    run hung here once with nothing to say where, in thirty runs here it never did."""
-    try:
-        return _run_corpus(tmp_path_factory.mktemp("corpus"))
-    except RankTrouble as trouble:
-        warnings.warn(f"the corpus run is made again: {trouble}")
-        return _run_corpus(tmp_path_factory.mktemp("corpus"))
+    """rank → program → {events, comm_debug_mode, printed}: the whole corpus run once."""
+    return _run_corpus(tmp_path_factory.mktemp("corpus"))
 
 
 class RankTrouble(Exception):
