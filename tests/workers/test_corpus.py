@@ -82,10 +82,6 @@ def corpus(tmp_path_factory) -> dict[int, dict]:
     return _run_corpus(tmp_path_factory.mktemp("corpus"))
 
 
-class RankTrouble(Exception):
-    """A corpus rank died or hung; the message says where each rank was."""
-
-
 def _run_corpus(out: Path) -> dict[int, dict]:
     ports = ",".join(map(str, _free_ports(len(PROGRAMS))))
     env = {**os.environ, "WORLD_SIZE": str(WORLD), "LOCAL_WORLD_SIZE": str(WORLD), "MASTER_ADDR": "127.0.0.1",
@@ -103,7 +99,7 @@ def _run_corpus(out: Path) -> dict[int, dict]:
 
 
 def _wait_for(ranks: list[subprocess.Popen], logs: list[Path], timeout: float) -> None:
-    """Both ranks done, or RankTrouble at once naming the rank that died or, after `timeout`, where
+    """Both ranks done, or the test fails at once naming the rank that died or, after `timeout`, where
     each hung rank is (its threads' stacks, asked with SIGUSR1); no rank is left behind. (The ranks
     write to files: a pipe nobody reads while the test waits could fill and block its rank, and the peer
     with it.)"""
@@ -122,7 +118,7 @@ def _wait_for(ranks: list[subprocess.Popen], logs: list[Path], timeout: float) -
     if hung or any(rank.returncode != 0 for rank in ranks):
         report = "\n".join(f"--- rank {r}, exit {rank.returncode}{' (hung: killed)' if rank in hung else ''}:\n"
                            f"{logs[r].read_text(errors='replace')[-6000:]}" for r, rank in enumerate(ranks))
-        raise RankTrouble(f"the corpus run did not end well:\n{report}")
+        pytest.fail(f"the corpus run did not end well:\n{report}")
 
 
 def begins(events: list[dict], kind: str | None = None) -> list[dict]:
