@@ -11,8 +11,7 @@ the steps alone are timed too. Rank 0 prints the medians and the ratios (budget 
 wall-clock and CPU time (all rank 0's threads, and its main thread alone: the tracer's work there
 is on the run's critical path), and the tracer's cost per aten op that is not a collective.
 Usage: python bench/torch_api_overhead.py [--world-size 2] [--rounds 9] [--steps 5] [--profile FILE]
-(--profile: cProfile of rank 0's main thread during its traced rounds, for pstats;
-PARALAB_BENCH_AT_CALL=1: previews, blobs and events made at each call, as without a channel's `later`)
+(--profile: cProfile of rank 0's main thread during its traced rounds, for pstats)
 """
 
 from __future__ import annotations
@@ -119,14 +118,13 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
     profiler = cProfile.Profile() if profile and rank == 0 else None
 
     def new_tracer():
-        return Tracer(channel.send, rank, lambda: time.monotonic() - t0,   # as workers/rank.py makes it
-                      later=None if os.environ.get("PARALAB_BENCH_AT_CALL") else channel.later)
+        return Tracer(channel.send, rank, lambda: time.monotonic() - t0)   # as workers/rank.py makes it
 
     def timed(build, trace: bool) -> tuple[float, float, float, float, float]:
         """Wall-clock seconds of the whole run (set up and every step) and of the steps alone, then
         this rank's CPU seconds for each (all its threads: less swayed by other processes' load),
-        then the CPU seconds of the run's own thread alone (the tracer's work done there is on the
-        run's critical path; the channel's thread works while the run waits for its peers)."""
+        then the CPU seconds of the run's own thread alone (the tracer's work is all done there;
+        the rest is gloo's threads)."""
         tracer = new_tracer() if trace else None
         dist.barrier()
         if tracer:
@@ -141,9 +139,8 @@ def rank_main(rounds: int, steps: int, profile: str | None = None) -> None:
             for _ in range(steps):
                 step()
             dist.barrier()
-            if tracer:   # a traced run is over once its events are written
+            if tracer:   # a traced run is over once its events are written (by the ends gloo's threads owe)
                 tracer.settle()
-                channel.flush()
             end, cpu_end, thread_end = time.perf_counter(), time.process_time(), time.thread_time()
             return (end - start, end - steps_start, cpu_end - cpu_start, cpu_end - cpu_steps_start,
                     thread_end - thread_start)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -142,38 +141,6 @@ def _values(tensor: torch.Tensor) -> np.ndarray:
 def preview(tensor: torch.Tensor, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:
     """The protocol's tensor preview: name, shape, dtype, stats, a small grid and the blob id."""
     return _preview(_values(tensor), list(tensor.shape), _dtype(tensor), name, tensor_id, side)
-
-
-@dataclass(frozen=True)
-class Copy:
-    """A tensor's values copied at the traced call (float32, C-ordered), with its shape and dtype:
-    what its preview and blob are made of later, on the channel's thread (the caller may change
-    the tensor once the call returns)."""
-
-    values: np.ndarray
-    shape: list
-    dtype: str
-
-
-def copy(tensor: torch.Tensor) -> Copy:
-    t = tensor.detach()
-    if t.dtype == torch.float32 and t.device.type == "cpu":
-        values = t.numpy().copy()                      # C-ordered whatever the tensor's strides
-    else:
-        values = t.float().cpu().contiguous().numpy()  # a new tensor already
-    return Copy(values, list(t.shape), _dtype(t))
-
-
-def preview_of(copied: Copy, name: str, tensor_id: str | None, side: int = PREVIEW_SIDE) -> dict:
-    """`preview` of the tensor as it was copied."""
-    return _preview(copied.values, copied.shape, copied.dtype, name, tensor_id, side)
-
-
-def blob_of(copied: Copy, tensor_id: str) -> dict | None:
-    """`blob` of the tensor as it was copied."""
-    if copied.values.size > MAX_BLOB_ELEMENTS:
-        return None
-    return _blob(copied.values, copied.shape, copied.dtype, tensor_id)
 
 
 def _dtype(tensor: torch.Tensor) -> str:

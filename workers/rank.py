@@ -42,7 +42,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
         return importlib.import_module(runner).run_rank(request, rank, store_path)
     channel = EventChannel(request.events_address, request.run_id, request.token, rank)
     clock = lambda: time.monotonic() - request.t0  # noqa: E731  one monotonic clock per host
-    tracer = Tracer(channel.send, rank, clock, before_call=Gate(channel, rank, clock, request.step), later=channel.later)
+    tracer = Tracer(channel.send, rank, clock, before_call=Gate(channel, rank, clock, request.step))
     status = 0
     try:
         lesson = LESSONS[request.lesson]

@@ -45,7 +45,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
     torch.set_num_threads(1)
     channel = EventChannel(request.events_address, request.run_id, request.token, rank)
     clock = lambda: time.monotonic() - request.t0  # noqa: E731  one monotonic clock per host
-    tracer = Tracer(channel.send, rank, clock, before_call=Gate(channel, rank, clock, request.step), later=channel.later)
+    tracer = Tracer(channel.send, rank, clock, before_call=Gate(channel, rank, clock, request.step))
     params = LESSONS[request.lesson].validate(request.params, request.world_size)
     path = script_path(params.filename)
     status = 0

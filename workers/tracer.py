@@ -116,21 +116,16 @@ class Tracer:
 
     `emit` receives each message (an event or a tensor blob); `clock` gives seconds since the run
     started; `before_call` (for the step-mode gates) runs before each traced call with its event.
-    `later` (a channel's `later`): where the `end` of a traced call — its previews, blobs and
-    event — is made and sent off the rank's own thread, in the order of the calls, from copies of
-    its tensors taken at the call's end; without it, made there and given to `emit`. A `begin` is
-    always made at the call and written before the call starts (a rank that gloo aborts inside
-    the collective has said which it was).
+    Everything is made at the call, on the calling thread: a `begin` before the call starts (a
+    rank that gloo aborts inside the collective has said which it was), the `end` when it returns.
     """
 
     def __init__(self, emit: Callable[[dict], None], rank: int, clock: Callable[[], float],
-                 before_call: Callable[[dict], None] | None = None,
-                 later: Callable[[Callable[[], list[dict]], int], bool] | None = None):
+                 before_call: Callable[[dict], None] | None = None):
         self.emit = emit
         self.rank = rank
         self.clock = clock
         self.before_call = before_call
-        self.later = later
         self._group_names: dict[Any, str] = {}
         self._cseq: Counter[str] = Counter()
         self._tensor_ids = itertools.count()
@@ -354,42 +349,25 @@ class Tracer:
             fields["error"] = f"{type(error).__name__}: {error}"
         event = (Collective if spec.kind == "collective" else P2P)(**fields).to_dict()
         if error is None:
-            self._emit_with_previews(event, outputs, _names(spec.outputs, outputs), later=True)
+            self._emit_with_previews(event, outputs, _names(spec.outputs, outputs))
         else:
             self.emit(event)
 
-    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor], names: list[str],
-                            later: bool = False) -> None:
+    def _emit_with_previews(self, event: dict, tensors: list[torch.Tensor], names: list[str]) -> None:
         """Send `event` with its tensors' previews; in the common case the line written to check
-        its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`).
-        `later` (an end, with the tracer's `later`): only the tensors are copied now (the copy is
-        what their blobs need anyway); the rest is done on the channel's thread while the rank goes on."""
-        ids = None
-        if later and self.later is not None and (values := sum(t.numel() for t in tensors)) <= MAX_COPIED_VALUES:
-            copies = [previews.copy(t) for t in tensors]
-            ids = [self._new_tensor_id() for _ in tensors]
-            if self.later(functools.partial(self._messages, dict(event), copies, names, ids), 4 * values):
-                return
-        shown, line = self._previews_and_line(tensors, names, event, ids)   # or the channel's queue is full
+        its size is the one sent (`Encoded`: a copy, so the tracer may still change `event`)."""
+        shown, line = self._previews_and_line(tensors, names, event)
         event["tensors"] = shown
         self.emit(Encoded(event, line) if line is not None else event)
-
-    def _messages(self, event: dict, copies: list[previews.Copy], names: list[str], ids: list[str]) -> list[dict]:
-        """A deferred call's blobs, then its event with the previews (made from the copies)."""
-        blobs = [b for c, i in zip(copies, ids) if (b := previews.blob_of(c, i)) is not None]
-        shown, line = self._fitting(
-            lambda side: [previews.preview_of(c, n, i, side) for c, n, i in zip(copies, names, ids)], event)
-        event["tensors"] = shown
-        return [*blobs, Encoded(event, line) if line is not None else event]
 
     def previews(self, tensors: list[torch.Tensor], names: list[str], event: dict) -> list[dict]:
         """Previews that keep the whole event under MAX_EVENT_BYTES once the server has numbered
         it, coarser grids if needed."""
         return self._previews_and_line(tensors, names, event)[0]
 
-    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str], event: dict,
-                           ids: list[str] | None = None) -> tuple[list[dict], bytes | None]:
-        ids = [self.keep(t, i) for t, i in zip(tensors, ids or [None] * len(tensors))]
+    def _previews_and_line(self, tensors: list[torch.Tensor], names: list[str],
+                           event: dict) -> tuple[list[dict], bytes | None]:
+        ids = [self.keep(t) for t in tensors]
         return self._fitting(lambda side: [previews.preview(t, n, i, side) for t, n, i in zip(tensors, names, ids)],
                              event)
 
@@ -484,8 +462,6 @@ def _shown_path(filename: str) -> str | None:
         pass
     return str(path)
 
-
-MAX_COPIED_VALUES = 1 << 20   # a call with more (4 MiB of copies) makes its previews in place: copying costs as much
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",
                "bytes", "wire_bytes", "label", "bucket", "chunk", "site", "torch_op", "mesh", "placements")
