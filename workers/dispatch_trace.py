@@ -228,7 +228,6 @@ class DispatchLevel:
 
     def __init__(self, tracer):
         self.tracer = tracer
-        self._libraries: list = []
         self._pending: dict[int, Callable[[], None]] = {}   # functional outputs' data_ptr → finish
         self._lock = threading.Lock()
         self._unfinished_works = 0                           # end callbacks not yet run by the backend
@@ -239,24 +238,14 @@ class DispatchLevel:
         if _installed is not None:
             raise RuntimeError("another tracer's dispatch level is installed in this process: uninstall it "
                                "first (torch keeps one kernel per op and key)")
+        register_kernels()
         _installed = self
-        libraries = {}
-        for op, (torch_op, how) in _table().items():
-            namespace = torch_op.split(".", 1)[0]
-            if namespace not in libraries:
-                libraries[namespace] = torch.library.Library(namespace, "IMPL")
-            libraries[namespace].impl(_qualified(op), self._kernel(op, torch_op, how), _KEY, with_keyset=True)
-        wait = _WAIT_TENSOR
-        libraries["_c10d_functional"].impl(_qualified(wait), self._wait_kernel(wait), _KEY, with_keyset=True)
-        self._libraries = list(libraries.values())
 
     def uninstall(self) -> None:
-        """Give torch its own kernels back; end the calls whose outputs were never waited on."""
+        """Stop recording (the kernels stay, passing every op through); end the calls whose outputs were
+        never waited on."""
         global _installed
         self.settle()
-        for library in self._libraries:
-            library._destroy()
-        self._libraries = []
         if _installed is self:
             _installed = None
         with self._lock:
@@ -273,25 +262,12 @@ class DispatchLevel:
         with self._all_works_ended:
             return self._all_works_ended.wait_for(lambda: self._unfinished_works == 0, timeout_s)
 
-    def _kernel(self, op, torch_op: str, how: DispatchOp):
-        tracer = self.tracer
-
-        def kernel(keyset, *args, **kwargs):
-            below = keyset.remove(_BELOW)
-            if getattr(tracer._local, "inside", False):   # a dist.* wrapper records this call
-                return op.redispatch(below, *args, **kwargs)
-            return self._traced(op, below, torch_op, how, args, kwargs)
-        return kernel
-
-    def _wait_kernel(self, op):
-        def kernel(keyset, *args, **kwargs):
-            result = op.redispatch(keyset.remove(_BELOW), *args, **kwargs)
-            with self._lock:
-                finish = self._pending.pop(args[0].data_ptr(), None)
-            if finish is not None:
-                finish()
-            return result
-        return kernel
+    def _waited(self, tensor) -> None:
+        """A `wait_tensor` on `tensor` returned: the functional collective it belongs to ends."""
+        with self._lock:
+            finish = self._pending.pop(tensor.data_ptr(), None)
+        if finish is not None:
+            finish()
 
     def _traced(self, op, below, torch_op: str, how: DispatchOp, args, kwargs):
         tracer = self.tracer
@@ -374,6 +350,45 @@ def _qualified(op) -> str:
 _KEY = "BackendSelect"
 _installed: DispatchLevel | None = None   # the process's one dispatch level, while installed
 _BELOW = torch._C.DispatchKey.BackendSelect   # what a kernel removes to reach the op's own
+_libraries: list = []   # torch's registrations of the kernels below, made once per process
+
+
+def register_kernels() -> None:
+    """Put a kernel on every traced op (and on `wait_tensor`) in torch's dispatcher, once per process. A
+    kernel passes its op through untouched while no dispatch level is installed. The warm launcher
+    registers them before it forks, so that a traced rank's install costs nothing (registering cost a
+    fresh rank 6–13 ms of CPU, most of it torch's `Library` objects); an untraced rank's collectives then
+    pass one Python call each (a few µs)."""
+    if _libraries:
+        return
+    libraries = {}
+    for op, (torch_op, how) in _table().items():
+        namespace = torch_op.split(".", 1)[0]
+        if namespace not in libraries:
+            libraries[namespace] = torch.library.Library(namespace, "IMPL")
+        libraries[namespace].impl(_qualified(op), _kernel(op, torch_op, how), _KEY, with_keyset=True)
+    libraries["_c10d_functional"].impl(_qualified(_WAIT_TENSOR), _wait_kernel(_WAIT_TENSOR), _KEY, with_keyset=True)
+    _libraries.extend(libraries.values())
+
+
+def _kernel(op, torch_op: str, how: DispatchOp):
+    def kernel(keyset, *args, **kwargs):
+        below = keyset.remove(_BELOW)
+        level = _installed
+        if level is None or getattr(level.tracer._local, "inside", False):   # a dist.* wrapper records this call
+            return op.redispatch(below, *args, **kwargs)
+        return level._traced(op, below, torch_op, how, args, kwargs)
+    return kernel
+
+
+def _wait_kernel(op):
+    def kernel(keyset, *args, **kwargs):
+        result = op.redispatch(keyset.remove(_BELOW), *args, **kwargs)
+        level = _installed
+        if level is not None:
+            level._waited(args[0])
+        return result
+    return kernel
 
 
 _WAIT_TENSOR = torch.ops._c10d_functional.wait_tensor.default

@@ -43,7 +43,7 @@ from workers.judge_events import EventKeeper  # noqa: E402
 from workers.problems import PROBLEMS  # noqa: E402
 from workers.problems.report import encode  # noqa: E402
 from workers.tracer import Tracer  # noqa: E402
-import workers.dispatch_trace  # noqa: E402,F401  (Tracer.install's, with torch.distributed.tensor: once, not in each rank)
+from workers.dispatch_trace import register_kernels  # noqa: E402  (with torch.distributed.tensor: once, not in each rank)
 
 HANG_S = 30                        # one collective or send/recv waiting longer fails (gloo's timeout)
 RUN_S = 75                         # the ranks' whole run (a loaded machine runs 1F1B's ranks for 40 s)
@@ -207,6 +207,7 @@ def main(problem_id: str, path: str, control_fd: int, report_fds: list[int]) -> 
     _not_dumpable()                                  # inherited by the ranks
     world = PROBLEMS[problem_id].world_size
     importlib.import_module(f"workers.problems.{problem_id}.harness")   # once, not in each rank (1F1B's: 1 CPU-s)
+    register_kernels()   # the dispatch level's, once before the forks too
     workdir = tempfile.mkdtemp(prefix="judge-")
     before = loopback_bytes()
     progress = Progress(world)

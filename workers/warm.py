@@ -21,6 +21,8 @@ from workers.lessons import LESSONS  # noqa: E402
 def warm_up() -> None:
     torch.set_num_threads(1)
     import workers.rank  # noqa: F401
+    from workers.dispatch_trace import register_kernels
+    register_kernels()   # once here, before the forks: a traced rank's install then costs it nothing
     for lesson in LESSONS.values():
         # a lesson with a runner of its own (a user's script) has no program to import: its runner instead
         importlib.import_module(lesson.rank_runner or lesson.program_module)
