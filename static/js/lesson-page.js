@@ -287,8 +287,8 @@ window.paralab = { store, timings, get connection() { return connection; } };   
 async function main() {
   const wanted = readLocation();
   // A page opened on a run asks for the run's events and description beside the lesson, not after it, and
-  // shows the lesson once they are here: its first drawing is then the run's. Drawn first alone, then with the
-  // run and no events, the lesson cost 100-150 ms of a big run's opening (and delayed reading the events in).
+  // shows the lesson once they are here: its first drawing is then the run's. Drawn alone first, or with the run
+  // and no events yet, the lesson cost ~100 ms of a big run's opening (and delayed reading the events in).
   const described = wanted.runId ? describeRun(wanted.runId).catch(() => null) : null;
   const recorded = wanted.runId ? prefetchEvents(wanted.runId) : null;
   await useLesson(lessonId, { values: { world_size: wanted.worldSize, params: wanted.params },

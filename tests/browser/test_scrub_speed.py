@@ -101,8 +101,8 @@ requestAnimationFrame(look);
 
 def test_a_page_opened_on_a_run_draws_the_lesson_with_the_run_not_before_it(browser, server, big_run):
     """The page asks for the lesson, the run and its events at once, and shows the lesson once all are here: its
-    first drawing is the run's. Drawn first alone (while the run was asked for), then with the run and no events,
-    the lesson had cost 100-150 ms of a big run's opening."""
+    first drawing is the run's. Drawn alone first (while the run's description was asked for), or with the run and no
+    events yet, the lesson cost ~100 ms of a big run's opening."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
         page = context.new_page()
