@@ -110,9 +110,11 @@ export function connectRun(runId, { since = 0, onEvent, onEvents = (events) => e
 const prefetched = new Map();    // run id → its recorded events, asked for before the page connected
 
 /** Start fetching run `runId`'s recorded events now: a page opened on a run asks for them while it loads
- *  its lesson and the run's description, not after. The next `connectRun` to it takes them. */
+ *  its lesson and the run's description, not after. The next `connectRun` to it takes them. Returns them
+ *  (a promise, never rejected): the page shows the lesson once they are here. */
 export function prefetchEvents(runId) {
   if (!prefetched.has(runId)) prefetched.set(runId, recordedEvents(runId, 0));
+  return prefetched.get(runId);
 }
 
 /** The run's recorded events after `since`, parsed; none where they cannot be had (the socket then says why). */

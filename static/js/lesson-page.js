@@ -189,13 +189,13 @@ async function startRun(event) {
   }
 }
 
-async function openRecordedRun(runId, seq) {
-  const response = await fetch(here(`/api/runs/${encodeURIComponent(runId)}`));
-  if (!response.ok) {
+/** Open recorded run `runId` at `seq`; `described`: its description as `describeRun` gives it, asked for already. */
+async function openRecordedRun(runId, seq, described) {
+  const run = await described;
+  if (!run) {
     showErrors(form, t("There is no run {run} on this server.", { run: runId }));
     return;
   }
-  const run = await response.json();
   if (run.lesson !== lessonId) {
     showErrors(form, t("Run {run} is a run of another lesson ({lesson}).", { run: runId, lesson: run.lesson }));
     return;
@@ -203,6 +203,12 @@ async function openRecordedRun(runId, seq) {
   writeParamsForm(form, run);
   stepToggle.checked = Boolean(run.step);
   openRun(run, { seq });
+}
+
+/** Run `runId`'s description (`GET /api/runs/{id}`), or null where this server has no such run. */
+async function describeRun(runId) {
+  const response = await fetch(here(`/api/runs/${encodeURIComponent(runId)}`));
+  return response.ok ? response.json() : null;
 }
 
 cancelButton.addEventListener("click", async () => {
@@ -226,9 +232,12 @@ form.addEventListener("submit", startRun);
 bindParamsToggle(form);
 form.addEventListener("change", () => { if (!store.state.run) scheduleRender(); });
 
-/** Show lesson `id`: its form (from `values`), title, source and explanation. A room switches lessons so. */
-export async function useLesson(id, { values = {} } = {}) {
-  lesson = await fetchInCurrentLang(id);
+/** Show lesson `id`: its form (from `values`), title, source and explanation. A room switches lessons so.
+ *  `before`: what to have before the lesson is shown (a run to open with it: one drawing, not the lesson's then the run's). */
+export async function useLesson(id, { values = {}, before = null } = {}) {
+  const fetched = await fetchInCurrentLang(id);
+  await before;
+  lesson = fetched;
   useLessonTexts(lesson.texts);
   lessonId = page.dataset.lesson = id;
   buildParamsForm(form, lesson, { maxRanks, values });
@@ -277,9 +286,14 @@ window.paralab = { store, timings, get connection() { return connection; } };   
 
 async function main() {
   const wanted = readLocation();
-  if (wanted.runId) prefetchEvents(wanted.runId);
-  await useLesson(lessonId, { values: { world_size: wanted.worldSize, params: wanted.params } });
-  if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq);
+  // A page opened on a run asks for the run's events and description beside the lesson, not after it, and
+  // shows the lesson once they are here: its first drawing is then the run's. Drawn alone first, or with the run
+  // and no events yet, the lesson cost ~100 ms of a big run's opening (and delayed reading the events in).
+  const described = wanted.runId ? describeRun(wanted.runId).catch(() => null) : null;
+  const recorded = wanted.runId ? prefetchEvents(wanted.runId) : null;
+  await useLesson(lessonId, { values: { world_size: wanted.worldSize, params: wanted.params },
+                              before: Promise.all([described, recorded]) });
+  if (wanted.runId) await openRecordedRun(wanted.runId, wanted.seq, described);
   else {
     fetch(here("/api/runs?limit=50")).then((r) => (r.ok ? r.json() : [])).then((runs) => {
       if (!store.state.run) renderRecentRuns($("#recent-runs"), runs, lessonId);

@@ -87,6 +87,36 @@ def test_a_big_run_opens_at_once_and_jumps_end_to_end_quickly(page: Page, server
     assert home["median"] < JUMP_BOUND_MS, f"Home: {home}"
 
 
+# At each frame, what the frames before drew: whether the lesson's source is shown, and how many events the store holds.
+_FRAMES_JS = """
+window.frameLooks = [];
+const look = () => {
+  frameLooks.push({ source: Boolean(document.querySelector("#source .source-code")),
+                    events: window.paralab ? window.paralab.store.state.log.length : 0 });
+  if (frameLooks.length < 1200) requestAnimationFrame(look);
+};
+requestAnimationFrame(look);
+"""
+
+
+def test_a_page_opened_on_a_run_draws_the_lesson_with_the_run_not_before_it(browser, server, big_run):
+    """The page asks for the lesson, the run and its events at once, and shows the lesson once all are here: its
+    first drawing is the run's. Drawn alone first (while the run's description was asked for), or with the run and no
+    events yet, the lesson cost ~100 ms of a big run's opening."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.add_init_script(_FRAMES_JS)
+        page.goto(f"{server.url}/lessons/pp?run={big_run['id']}")
+        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
+        looks = page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(frameLooks))))")
+    finally:
+        context.close()
+    shown = [look["events"] for look in looks if look["source"]]
+    assert shown, "no frame showed the lesson's source"
+    assert set(shown) == {big_run["events"]}, f"frames drew the lesson with {sorted(set(shown))} events of {big_run['events']}"
+
+
 def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, server, big_run):
     open_at_end(page, server, big_run)
     chart = page.locator("#pipeline canvas.gantt")
@@ -311,3 +341,4 @@ def test_a_finished_run_chart_reached_by_a_jump_is_the_chart_painted_there(page:
         assert moved["from"] > chart.evaluate("(canvas) => canvas.gantt.frame.left"), f"seq {seq}: painted whole"
         assert moved["blocks"] < blocks / 2, f"seq {seq}: {moved['blocks']} of {blocks} blocks painted afresh"
         assert page.evaluate(_MOST_DIFFERENCE_JS, [moved["picture"], opened_there[seq]]) == 0, f"the chart at seq {seq} differs"
+

@@ -406,7 +406,9 @@ function pickArrows() {
   let nSends = 0;
   let nWaiting = 0;
   const open = [];        // [place in the order given, arrow]: the sends not delivered, then the waiting recvs
-  const latest = [];      // [place, arrow, its last event's seq]: the delivered, latest first, at most MOST_ARROWS
+  // [place, send, recv, its last event's seq]: the latest delivered, at most MOST_ARROWS, by that seq (of two alike, the
+  // one given first after). A step's sends come mostly in the order they were delivered: each goes at the end.
+  const latest = [];
   return {
     send(send, recv) {
       const at = nSends++;
@@ -415,11 +417,11 @@ function pickArrows() {
         return;
       }
       const seq = Math.max(send.end?.seq ?? send.seq, recv.end.seq);
-      if (latest.length === MOST_ARROWS && seq <= latest[MOST_ARROWS - 1][2]) return;
-      let i = Math.min(latest.length, MOST_ARROWS - 1);
-      while (i > 0 && latest[i - 1][2] < seq) i -= 1;
-      latest.splice(i, 0, [at, { from: send.rank, to: send.peer, status: "delivered", send, recv }, seq]);
-      latest.length = Math.min(latest.length, MOST_ARROWS);
+      if (latest.length === MOST_ARROWS && seq <= latest[0][3]) return;
+      let i = latest.length;
+      while (i > 0 && latest[i - 1][3] >= seq) i -= 1;
+      latest.splice(i, 0, [at, send, recv, seq]);
+      if (latest.length > MOST_ARROWS) latest.shift();
     },
     waiting(recv) {         // after every send
       open.push([nSends + nWaiting++, { from: recv.peer, to: recv.rank, status: "waiting", recv }]);
@@ -428,7 +430,9 @@ function pickArrows() {
       open.push(...atGates.map((a, k) => [nSends + nWaiting + k, a]));
       const nAll = nSends + nWaiting + atGates.length;
       const room = nAll > MOST_ARROWS ? Math.max(0, MOST_ARROWS - open.length) : latest.length;
-      const kept = [...open.slice(-MOST_ARROWS), ...latest.slice(0, room)].sort((x, y) => x[0] - y[0]);
+      const delivered = latest.slice(latest.length - room)
+        .map(([at, send, recv]) => [at, { from: send.rank, to: send.peer, status: "delivered", send, recv }]);
+      const kept = [...open.slice(-MOST_ARROWS), ...delivered].sort((x, y) => x[0] - y[0]);
       const flying = open.length - nWaiting - atGates.length;
       return { nSends, delivered: nSends - flying, nWaiting, nAll, arrows: kept.map(([, a]) => a) };
     },
