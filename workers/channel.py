@@ -19,7 +19,7 @@ import select
 import socket
 import threading
 
-from workers.protocol import BlobValues, Encoded, decode, encode, frame
+from workers.protocol import Encoded, decode, encode, frame, is_frame
 
 
 class EventChannel:
@@ -56,7 +56,7 @@ class EventChannel:
     def send(self, message: dict) -> None:
         """Write one event now, as its line (the tracer's, if it wrote one), after the blobs held;
         hold a tensor blob's frame for the next event. Raises what the connection met."""
-        if "blob" in message and type(message.get("data")) is BlobValues:
+        if is_frame(message):
             with self._lock:
                 self._held.extend(frame(message))
             return

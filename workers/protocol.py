@@ -92,7 +92,7 @@ _LINE = json.JSONEncoder(separators=(",", ":"), allow_nan=True)   # one encoder:
 
 def encode(message: dict) -> bytes:
     """One message as it goes on the stream: a JSON line, compact; a blob of `BlobValues`, its frame."""
-    if _is_frame(message):
+    if is_frame(message):
         return b"".join(frame(message))
     grids: list[Grid] = []
     if "tensors" in message or "tensor" in message:
@@ -127,7 +127,8 @@ def frame(message: dict) -> tuple[bytes, bytes]:
     return _LINE.encode(header).encode() + b"\n", data
 
 
-def _is_frame(message: dict) -> bool:
+def is_frame(message: dict) -> bool:
+    """A blob whose values are raw bytes (`BlobValues`): it goes as a frame, not a JSON line."""
     return type(message.get("data")) is BlobValues and "blob" in message
 
 

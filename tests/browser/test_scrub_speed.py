@@ -341,4 +341,3 @@ def test_a_finished_run_chart_reached_by_a_jump_is_the_chart_painted_there(page:
         assert moved["from"] > chart.evaluate("(canvas) => canvas.gantt.frame.left"), f"seq {seq}: painted whole"
         assert moved["blocks"] < blocks / 2, f"seq {seq}: {moved['blocks']} of {blocks} blocks painted afresh"
         assert page.evaluate(_MOST_DIFFERENCE_JS, [moved["picture"], opened_there[seq]]) == 0, f"the chart at seq {seq} differs"
-
