@@ -310,10 +310,14 @@ class DispatchLevel:
         if future is None:
             tracer._end(event, spec, call, t_call)
             return
+        # The callback holds the outputs alone, not the call's process group: the backend's thread drops
+        # the callback after running it, and were that the group's last reference (the program done with
+        # it meanwhile), the group's destructor would join that very thread and abort the rank.
+        outputs = {name: call[name] for name in spec.outputs if name in call}
 
         def done(_):
             try:
-                tracer._end(event, spec, call, t_call)
+                tracer._end(event, spec, outputs, t_call)
             except Exception:   # noqa: BLE001  never let tracing break the backend's thread
                 pass
             finally:

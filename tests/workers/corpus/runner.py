@@ -43,6 +43,13 @@ class CommCounts(CommDebugMode):
         TorchDispatchMode.__exit__(self, *args)
 
 
+# Each program's globals, kept until the rank ends. Freeing a DDP model frees its reducer and then its
+# gloo process group, whose destructor joins the backend's threads while holding the GIL; a thread that is
+# freeing a finished work then waits for the GIL (to drop the CommDebugMode its thread-local state holds):
+# the rank hangs. Kept, nothing is freed before `os._exit`.
+KEPT: list[dict] = []
+
+
 def run_program(path: Path, rank: int, port: int) -> dict:
     print(f"corpus rank {rank}: {path.name} on port {port}", file=sys.stderr, flush=True)
     os.environ["MASTER_PORT"] = str(port)
@@ -54,7 +61,7 @@ def run_program(path: Path, rank: int, port: int) -> dict:
     tracer.install()
     try:
         with CommCounts() as watcher, contextlib.redirect_stdout(printed):
-            runpy.run_path(str(path), run_name="__main__")
+            KEPT.append(runpy.run_path(str(path), run_name="__main__"))
     finally:
         tracer.uninstall()
         sys.path.remove(str(path.parent))
@@ -73,9 +80,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    # As paralab's ranks end: torch's teardown at the interpreter's exit (the process groups the programs
-    # left, a functional collective's work registry) can abort a rank that has done its work
-    # ("terminate called … Resource deadlock avoided", seen once in a full suite).
+    # As paralab's ranks end: not through torch's teardown (the process groups the programs left, their
+    # DDP reducers), which can abort or hang a rank that has done its work.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
