@@ -14,7 +14,6 @@ import inspect
 import itertools
 import sys
 import threading
-import weakref
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -127,10 +126,7 @@ class Tracer:
         self.rank = rank
         self.clock = clock
         self.before_call = before_call
-        # weak: the tracer may be dropped last on a backend's thread (by a work's end callback), and a
-        # process group freed there would join that very thread (c10d aborts the rank)
-        self._group_names: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-        self._group_numbers = itertools.count(1)
+        self._group_names: dict[Any, str] = {}
         self._cseq: Counter[str] = Counter()
         self._tensor_ids = itertools.count()
         self._local = threading.local()
@@ -145,7 +141,7 @@ class Tracer:
     def group_name(self, group: Any) -> str:
         pg = self._resolve(group)
         if pg not in self._group_names:
-            self._group_names[pg] = "world" if pg is c10d._get_default_group() else f"group{next(self._group_numbers)}"
+            self._group_names[pg] = "world" if pg is c10d._get_default_group() else f"group{len(self._group_names)}"
         return self._group_names[pg]
 
     def set_label(self, label: str | None, fields: dict | None = None) -> None:
