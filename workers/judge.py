@@ -26,7 +26,8 @@ MAX_CODE_BYTES = 64 * 1024
 MAX_REASON_CHARS = 1000
 CHECK_WALL_S = 60.0                # a check: one process's reference, compare (a first one waits for torch's import)
 CHECKS_MAX_BYTES = 4 << 20         # what the checker prints: every check of every rank
-PEER_GONE = ("Connection closed by peer", "Connection reset by peer")    # gloo, when a peer's process ended
+# gloo, when a peer's process ended (during the rendezvous: "connectFullMesh failed")
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "connectFullMesh failed")
 CHECKER = WarmChecker()            # this process's checker (started by the first judgment), shared by its threads
 
 
@@ -208,17 +209,24 @@ def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invali
         limit = sandbox.exhausted(error, limits)
         if limit:
             return refuse(f"stopped: {limit}")
-    # a rank that raised closes its connections: its peers then raise "connection closed", which is
-    # an echo of that rank's error, not the cause
-    errors.sort(key=lambda found: any(echo in found[1] for echo in PEER_GONE))
-    for rank, error in errors[:1]:
-        return error if error.startswith("your code raised while loading") else f"rank {rank}: {error}"
+    # a rank that raised, or ended, closes its connections: its peers then raise "connection closed",
+    # which is an echo of that rank's end, not the cause
+    echoes = [found for found in errors if any(echo in found[1] for echo in PEER_GONE)]
+    causes = [found for found in errors if found not in echoes]
+    for rank, error in causes[:1]:
+        return _raised(rank, error)
     for rank, text in enumerate(texts):
         if rank in invalid:
             return invalid[rank]
         if not text:
             return f"rank {rank} ended without reporting (killed?)"
+    for rank, error in echoes[:1]:
+        return _raised(rank, error)
     return None
+
+
+def _raised(rank: int, error: str) -> str:
+    return error if error.startswith("your code raised while loading") else f"rank {rank}: {error}"
 
 
 def _events_of(text: str | None) -> list | None:

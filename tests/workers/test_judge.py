@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import sandbox
+from workers import judge as judge_module, sandbox
 from workers.judge import MAX_CODE_BYTES, judge, screen
 from workers.judge import main as judge_main
 from tests.problems.wrong import wrong_solution
@@ -342,3 +342,18 @@ def test_the_rank_that_raised_is_named_not_the_peers_that_lost_their_connection_
     verdict = judge("ring_allreduce", (REPO / "tests/problems/raises_mid_ring.py").read_text())
     assert verdict.status == "failed"
     assert verdict.reason.startswith("rank 2: ValueError: planted: rank 2 gives up (your line 13:"), verdict.reason
+
+
+def test_a_rank_that_ended_is_the_reason_not_its_peers_echo():
+    """A rank that ends at load time (the forged-checks attack's `os._exit`) leaves its peers raising in
+    gloo's rendezvous or on a closed connection: the verdict names the rank that ended, whichever peer's
+    echo came first; a peer's echo is the reason only when nothing else is."""
+    rendezvous = "your code raised while loading: RuntimeError: Gloo connectFullMesh failed with [...]"
+    closed = "RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4242"
+    report = lambda error: json.dumps({"error": error})   # noqa: E731
+    limits = sandbox.Limits()
+    reason = judge_module._first_problem([None, report(rendezvous), report(closed), None], [], {}, {}, limits, "")
+    assert reason == "rank 0 ended without reporting (killed?)"
+    raised = report("ValueError: shapes differ")
+    assert judge_module._first_problem([report(closed), raised], [], {}, {}, limits, "") == "rank 1: ValueError: shapes differ"
+    assert judge_module._first_problem([report(closed), "{}"], [], {}, {}, limits, "") == f"rank 0: {closed}"
