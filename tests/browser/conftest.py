@@ -48,3 +48,8 @@ def open_page(browser, width: int, height: int, who: str = "the page"):
 def page(browser):
     """A page 1400×900 (a projector-ish laptop screen). JavaScript errors fail the test."""
     yield from open_page(browser, 1400, 900)
+
+
+def counter(page):
+    """The scrubber's "seq N / total" counter: where the page's cursor is."""
+    return page.locator("#scrubber .seq-counter")

@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import open_page
+from tests.browser.conftest import counter, open_page
 from tests.browser.untranslated import LESSONS, present, run_from_page, scrub_to, switch_to_chinese, untranslated
 from tests.browser.untranslated_lab import LAB_ENV, audit_lab
 from workers import sandbox
@@ -87,6 +87,7 @@ def test_a_room_in_chinese(page: Page, follower: Page, server):
     follower.goto(page.url)
     switch_to_chinese(follower)
     expect(follower.locator("#room-role")).to_have_text("正在跟随直播")
+    expect(counter(follower)).to_have_text(counter(page).inner_text())   # the run shown, at the presenter's event
     follower.keyboard.press("ArrowLeft")                          # exploring on their own
     expect(follower.locator("#room-role")).to_have_text("正在自己探索")
     expect(follower.locator("#room-where")).to_have_text(re.compile(r"^演示者在第 \d+ 个事件$"))

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -18,10 +19,6 @@ pytestmark = pytest.mark.browser
 def events_of(server, run_id: str) -> list[dict]:
     text = web.get(f"{server.url}/api/runs/{run_id}/events").text
     return [json.loads(line) for line in text.splitlines() if line]
-
-
-def counter(page: Page):
-    return page.locator("#scrubber .seq-counter")
 
 
 def test_run_and_step_into_the_all_to_alls(page: Page, server):

@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests import web
 from tests.app.test_failures import line_of
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -17,10 +18,6 @@ pytestmark = pytest.mark.browser
 def events_of(server, run_id: str) -> list[dict]:
     text = web.get(f"{server.url}/api/runs/{run_id}/events").text
     return [json.loads(line) for line in text.splitlines() if line]
-
-
-def counter(page: Page):
-    return page.locator("#scrubber .seq-counter")
 
 
 def open_run(page: Page, server, lesson: str, run: dict, seq: int | None = None) -> int:

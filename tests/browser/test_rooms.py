@@ -20,14 +20,10 @@ from playwright.sync_api import Browser, Page, expect
 
 from app.rooms import Room
 from tests import web
-from tests.browser.conftest import open_page
+from tests.browser.conftest import counter, open_page
 from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
-
-
-def counter(page: Page):
-    return page.locator("#scrubber .seq-counter")
 
 
 def seq_of(page: Page) -> int:
