@@ -173,10 +173,9 @@ def _verdict(problem_id: str, code: str, outcome: sandbox.Outcome, control: byte
     except (TypeError, ValueError, KeyError, AttributeError):
         tail = outcome.stderr.strip().splitlines()[-1:] or [outcome.output_note() or "no output"]
         return refuse(f"the judge produced no result ({tail[0][:300]})")
-    for code in exits.values():
-        limit = sandbox.signalled(code, limits)
-        if limit:
-            return refuse(f"stopped: {limit}")
+    limit = next(filter(None, (sandbox.signalled(status, limits) for status in exits.values())), None)
+    if limit:
+        return refuse(f"stopped: {limit}")
     texts = [_text(report) for report in reports]
     checked = _check(problem_id, texts, ended.get("wire_bytes"), stop)
     if isinstance(checked, Verdict):

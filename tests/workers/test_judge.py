@@ -344,6 +344,23 @@ def test_the_rank_that_raised_is_named_not_the_peers_that_lost_their_connection_
     assert verdict.reason.startswith("rank 2: ValueError: planted: rank 2 gives up (your line 13:"), verdict.reason
 
 
+@needs_sandbox
+def test_a_hang_after_a_rank_exited_gets_the_hang_report():
+    """The runner's control message names ranks that exited (a status each) beside the hung ones: the verdict
+    is the hang report on the learner's lines (a suite under load saw a crash here: the learner's code
+    replaced by an exit status)."""
+    code = (REPO / "tests/problems/deadlock_ring.py").read_text()
+    control = json.dumps({"exits": {"3": 0}, "hung": [0, 1, 2], "hang_s": 10}).encode()
+    hung = json.dumps({"hung": True, "trace": []}).encode()
+    finished = json.dumps({"trace": []}).encode()
+    judge_module.CHECKER.start()
+    verdict = judge_module._verdict("ring_allreduce", code, sandbox.Outcome(0, "", "", None), control,
+                                    [hung, hung, hung, finished], [], sandbox.Limits(), None)
+    assert verdict.status == "failed"
+    assert verdict.reason.startswith("the ranks did not finish within 10 s"), verdict.reason
+    assert verdict.reason.splitlines()[4].startswith("rank 3: finished its program"), verdict.reason
+
+
 def test_a_rank_that_ended_is_the_reason_not_its_peers_echo():
     """A rank that ends at load time (the forged-checks attack's `os._exit`) leaves its peers raising in
     gloo's rendezvous or on a closed connection: the verdict names the rank that ended, whichever peer's
