@@ -9,11 +9,13 @@ can show. With another browser suite running beside it, a step took 90–105 ms 
 views redrew in place, and 24–29 ms after; with eight suites at once (a load average of 20–30) the
 7,351-event run took 56–84 s to open when its events came one websocket message each, 2–10 s after,
 and an End on this run 80–310 ms; since panels put back a drawing kept from before, 7-15 ms at a load
-of 9-13."""
+of 9-13. Beside a whole second suite (a load of 13-20) an End read 200 ms: each bound is scaled by how many
+runnable processes share a core (`loaded`), as a page's wall time stretches by as much."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -32,6 +34,17 @@ FOCUS_BOUND_MS = 120        # in focus (the pipeline panel drawn at each move): 
                             # the bench on this run at a load of 20: → 17, ← 10, End 24 ms
 OPEN_BOUND_S = 2.0          # 0.8-1.1 s at a load of 9-13: the page itself, more than this run's 1,043 events
 PARAMS = {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 8}
+
+
+def loaded(bound: float) -> float:
+    """`bound` on this machine now: scaled by the runnable processes per core (the last minute's load
+    average), never below it."""
+    return bound * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+def assert_quick(samples: dict, bound_ms: float, what: str) -> None:
+    limit = loaded(bound_ms)
+    assert samples["median"] < limit, f"{what}: {samples}, over {limit:.0f} ms (at a load of {os.getloadavg()[0]:.1f})"
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +71,8 @@ def test_a_step_on_a_big_pipeline_run_is_quick(page: Page, server, big_run):
     time_actions(page, step_actions(big_run["events"], "ArrowRight", 6, bursts=2))           # warm up
     forward = summary(time_actions(page, step_actions(big_run["events"], "ArrowRight", 30, bursts=5)))
     back = summary(time_actions(page, step_actions(big_run["events"], "ArrowLeft", 30, bursts=5)))
-    assert forward["median"] < MEDIAN_BOUND_MS, f"→ steps: {forward}"
-    assert back["median"] < MEDIAN_BOUND_MS, f"← steps: {back}"
+    assert_quick(forward, MEDIAN_BOUND_MS, "→ steps")
+    assert_quick(back, MEDIAN_BOUND_MS, "← steps")
 
 
 def test_a_move_with_the_pipeline_chart_in_focus_is_quick(page: Page, server, big_run):
@@ -72,19 +85,19 @@ def test_a_move_with_the_pipeline_chart_in_focus_is_quick(page: Page, server, bi
     forward = summary(time_actions(page, step_actions(big_run["events"], "ArrowRight", 20, bursts=5)))
     back = summary(time_actions(page, step_actions(big_run["events"], "ArrowLeft", 20, bursts=5)))
     end = summary(time_actions(page, jump_actions("End", 5)))
-    assert forward["median"] < FOCUS_BOUND_MS, f"→ steps in focus: {forward}"
-    assert back["median"] < FOCUS_BOUND_MS, f"← steps in focus: {back}"
-    assert end["median"] < FOCUS_BOUND_MS, f"End in focus: {end}"
+    assert_quick(forward, FOCUS_BOUND_MS, "→ steps in focus")
+    assert_quick(back, FOCUS_BOUND_MS, "← steps in focus")
+    assert_quick(end, FOCUS_BOUND_MS, "End in focus")
     expect(page.locator("#pipeline-panel.focused canvas.pipeline-gantt")).to_be_visible()
 
 
 def test_a_big_run_opens_at_once_and_jumps_end_to_end_quickly(page: Page, server, big_run):
     opened = min(open_at_end(page, server, big_run) for _ in range(2))
-    assert opened < OPEN_BOUND_S, f"opening {big_run['events']} events took {opened:.2f} s"
+    assert opened < loaded(OPEN_BOUND_S), f"opening {big_run['events']} events took {opened:.2f} s (load {os.getloadavg()[0]:.1f})"
     end = summary(time_actions(page, jump_actions("End", 5)))
     home = summary(time_actions(page, jump_actions("Home", 5)))
-    assert end["median"] < JUMP_BOUND_MS, f"End: {end}"
-    assert home["median"] < JUMP_BOUND_MS, f"Home: {home}"
+    assert_quick(end, JUMP_BOUND_MS, "End")
+    assert_quick(home, JUMP_BOUND_MS, "Home")
 
 
 # At each frame, what the frames before drew: whether the lesson's source is shown, and how many events the store holds.
