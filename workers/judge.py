@@ -200,8 +200,10 @@ def _text(report: bytes | None) -> str | None:
 def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invalid: dict[int, str],
                    limits: sandbox.Limits, code: str) -> str | Verdict | None:
     """Why the ranks' run itself failed, before any check: a deadlock (with the hang report), a
-    learner's exception, a rank that never reported, a report that was refused."""
-    if hung:
+    learner's exception, a rank that never reported, a report that was refused. Ranks left waiting for
+    one that ended without a word (an `os._exit` while loading) are not the deadlock: that rank is."""
+    ended_silently = [rank for rank, text in enumerate(texts) if not text and rank not in hung]
+    if hung and not ended_silently:
         return hang_report(texts, code, ended)
     errors = [(rank, error) for rank, error in enumerate(map(_error_of, texts)) if error]
     for rank, error in errors:

@@ -374,3 +374,8 @@ def test_a_rank_that_ended_is_the_reason_not_its_peers_echo():
     raised = report("ValueError: shapes differ")
     assert judge_module._first_problem([report(closed), raised], [], {}, {}, limits, "") == "rank 1: ValueError: shapes differ"
     assert judge_module._first_problem([report(closed), "{}"], [], {}, {}, limits, "") == f"rank 0: {closed}"
+    # the peers of a rank that ended while loading may sit in the rendezvous until found hung: still its end
+    hung = json.dumps({"hung": True, "trace": []})
+    ended = {"exits": {"0": 0}, "hung": [1, 2, 3], "hang_s": 10}
+    assert judge_module._first_problem([None, hung, hung, hung], [1, 2, 3], ended, {}, limits, "") == \
+        "rank 0 ended without reporting (killed?)"
