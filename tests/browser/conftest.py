@@ -53,3 +53,10 @@ def page(browser):
 def counter(page):
     """The scrubber's "seq N / total" counter: where the page's cursor is."""
     return page.locator("#scrubber .seq-counter")
+
+
+def loaded(bound: float) -> float:
+    """A time bound (a wait, a measured median) on this machine now: scaled by the runnable processes per
+    core (the last minute's load average) when there are more than the cores, as a page's wall time
+    stretches by as much; never below `bound`."""
+    return bound * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))

@@ -1,6 +1,8 @@
 """Lecture rooms as a lecturer and a student use them: a presenter page and a follower page in step,
 detaching and rejoining live, the follower's own text size and language, a wrong code refused, and a
-run exported as one HTML file that replays from disk with no network."""
+run exported as one HTML file that replays from disk with no network. A follower's page follows within a second;
+on a machine with more runnable processes than cores that second is stretched by as much (`loaded`): a suite
+beside a second one (a load of 18) once saw the blank screen mirrored later than 1 s."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from app.rooms import Room
 from tests import web
-from tests.browser.conftest import counter, open_page
+from tests.browser.conftest import counter, loaded, open_page
 from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -55,7 +57,7 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     expect(follower.locator("#room-role")).to_have_text("Following live")
     expect(follower.locator("#run-form")).to_be_hidden()               # followers do not run anything
     expect(follower.locator("#lanes")).to_contain_text("Waiting for the presenter to start a run")
-    expect(page.locator("#follower-count")).to_have_text("1 follower", timeout=5_000)
+    expect(page.locator("#follower-count")).to_have_text("1 follower", timeout=loaded(5_000))
 
     # The presenter runs the lesson; the follower sees the same run.
     page.get_by_role("button", name="▶ Run").click()
@@ -68,7 +70,7 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     for _ in range(3):
         page.keyboard.press("ArrowRight")
     expect(counter(page)).to_have_text(f"seq 4 / {total}")
-    expect(counter(follower)).to_have_text(f"seq 4 / {total}", timeout=1_000)
+    expect(counter(follower)).to_have_text(f"seq 4 / {total}", timeout=loaded(1_000))
     expect(follower.locator("#now .now-text")).to_have_text(page.locator("#now .now-text").text_content())
 
     # The follower wanders off: their own keys detach them; the presenter moves on without them.
@@ -81,15 +83,15 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     expect(follower.locator("#room-where")).to_have_text("presenter at seq 10")
     expect(counter(follower)).to_have_text(f"seq 3 / {total}")
     follower.get_by_role("button", name="Rejoin live").click()
-    expect(counter(follower)).to_have_text(f"seq 10 / {total}", timeout=1_000)
+    expect(counter(follower)).to_have_text(f"seq 10 / {total}", timeout=loaded(1_000))
     expect(follower.locator("#room-role")).to_have_text("Following live")
 
     # The presenter blanks the screen (B): so do the screens following live; B again lifts both.
     page.keyboard.press("b")
     expect(page.locator(".blank-screen")).to_be_visible()
-    expect(follower.locator(".blank-screen")).to_be_visible(timeout=1_000)
+    expect(follower.locator(".blank-screen")).to_be_visible(timeout=loaded(1_000))
     page.keyboard.press("b")
-    expect(follower.locator(".blank-screen")).to_be_hidden(timeout=1_000)
+    expect(follower.locator(".blank-screen")).to_be_hidden(timeout=loaded(1_000))
     expect(page.locator(".blank-screen")).to_be_hidden()
 
     # A dropped connection comes back by itself, and nothing arrives twice.
@@ -158,7 +160,7 @@ def test_a_room_survives_a_server_restart(page: Page, follower: Page, server, tm
         expect(page.locator("#room-role")).to_have_text("Presenter")
         expect(counter(follower)).to_have_text(f"seq 2 / {total}")
         page.keyboard.press("ArrowRight")
-        expect(counter(follower)).to_have_text(f"seq 3 / {total}", timeout=1_000)
+        expect(counter(follower)).to_have_text(f"seq 3 / {total}", timeout=loaded(1_000))
     finally:
         first.stop()
     expect(follower.locator("#room-role")).to_have_text("Reconnecting…")
@@ -171,7 +173,7 @@ def test_a_room_survives_a_server_restart(page: Page, follower: Page, server, tm
         expect(page.locator("#room-role")).to_have_text("Presenter", timeout=10_000)
         expect(counter(follower)).to_have_text(f"seq 3 / {total}")
         page.keyboard.press("ArrowRight")
-        expect(counter(follower)).to_have_text(f"seq 4 / {total}", timeout=1_000)
+        expect(counter(follower)).to_have_text(f"seq 4 / {total}", timeout=loaded(1_000))
         assert follower.evaluate("window.paralab.room.state.events") == total
     finally:
         second.stop()
@@ -264,13 +266,13 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     show.click()
     expect(page.locator("#room-earlier")).to_be_hidden()
 
-    expect(counter(follower)).to_have_text(f"seq 1 / {total}", timeout=5_000)
+    expect(counter(follower)).to_have_text(f"seq 1 / {total}", timeout=loaded(5_000))
     assert follower.evaluate("window.paralab.room.state.run") == earlier["id"]
     assert follower.evaluate("window.paralab.room.state.events") == total
     expect(counter(page)).to_have_text(re.compile(rf"/ {total}$"))
     page.keyboard.press("Home")
     page.keyboard.press("ArrowRight")
-    expect(counter(follower)).to_have_text(f"seq 2 / {total}", timeout=1_000)
+    expect(counter(follower)).to_have_text(f"seq 2 / {total}", timeout=loaded(1_000))
     expect(follower.locator("#now .now-text")).to_have_text(page.locator("#now .now-text").text_content())
 
     # An unknown run (gone from the disk, say) is refused in words; the room keeps its run.
@@ -283,11 +285,11 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     name = picture.evaluate("p => p.id || p.querySelector(':scope > div[id]').id")
     picture.get_by_role("button", name="Focus").click()
     focused = follower.locator(".stage > .panel.focused")
-    expect(focused).to_have_count(1, timeout=2_000)
+    expect(focused).to_have_count(1, timeout=loaded(2_000))
     assert focused.evaluate("p => p.id || p.querySelector(':scope > div[id]').id") == name
     expect(follower.locator("body")).to_have_class(re.compile(r"\bfocus-view\b"))
     page.keyboard.press("ArrowRight")                                  # stepping keeps it focused
-    expect(counter(follower)).to_have_text(f"seq 3 / {total}", timeout=1_000)
+    expect(counter(follower)).to_have_text(f"seq 3 / {total}", timeout=loaded(1_000))
     expect(focused).to_have_count(1)
     page.keyboard.press("Escape")
-    expect(focused).to_have_count(0, timeout=2_000)
+    expect(focused).to_have_count(0, timeout=loaded(2_000))

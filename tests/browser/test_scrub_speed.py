@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import loaded
 from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions
 
 pytestmark = pytest.mark.browser
@@ -34,12 +35,6 @@ FOCUS_BOUND_MS = 120        # in focus (the pipeline panel drawn at each move): 
                             # the bench on this run at a load of 20: → 17, ← 10, End 24 ms
 OPEN_BOUND_S = 2.0          # 0.8-1.1 s at a load of 9-13: the page itself, more than this run's 1,043 events
 PARAMS = {"schedule": "Interleaved1F1B", "virtual_stages": 2, "microbatches": 8}
-
-
-def loaded(bound: float) -> float:
-    """`bound` on this machine now: scaled by the runnable processes per core (the last minute's load
-    average), never below it."""
-    return bound * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def assert_quick(samples: dict, bound_ms: float, what: str) -> None:
