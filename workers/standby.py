@@ -26,7 +26,13 @@ def main() -> None:
     if not line:
         return   # the slot was closed before a run needed this rank
     job = json.loads(line)
-    sys.exit(run_rank(LaunchRequest.from_json(job["request"]), job["rank"], job["store"]))
+    status = run_rank(LaunchRequest.from_json(job["request"]), job["rank"], job["store"])
+    # End as a forked rank does (workers/supervisor.py), without the interpreter's teardown: a gloo thread
+    # still freeing a finished work takes the GIL while Python finalizes, and the thread exit forced on it
+    # unwinds through gloo's noexcept loop: "terminate called without an active exception", SIGABRT.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":
