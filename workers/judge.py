@@ -201,10 +201,7 @@ def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invali
                    limits: sandbox.Limits, code: str) -> str | Verdict | None:
     """Why the ranks' run itself failed, before any check: a deadlock (with the hang report), a
     learner's exception, a rank that never reported, a report that was refused. Ranks left waiting for
-    one that ended without a word (an `os._exit` while loading) are not the deadlock: that rank is."""
-    ended_silently = [rank for rank, text in enumerate(texts) if not text and rank not in hung]
-    if hung and not ended_silently:
-        return hang_report(texts, code, ended)
+    one that raised or ended without a word (an `os._exit` while loading) are not the deadlock: that rank is."""
     errors = [(rank, error) for rank, error in enumerate(map(_error_of, texts)) if error]
     for rank, error in errors:
         limit = sandbox.exhausted(error, limits)
@@ -214,6 +211,9 @@ def _first_problem(texts: list[str | None], hung: list[int], ended: dict, invali
     # which is an echo of that rank's end, not the cause
     echoes = [found for found in errors if any(echo in found[1] for echo in PEER_GONE)]
     causes = [found for found in errors if found not in echoes]
+    ended_silently = [rank for rank, text in enumerate(texts) if not text and rank not in hung]
+    if hung and not causes and not ended_silently:
+        return hang_report(texts, code, ended)
     for rank, error in causes[:1]:
         return _raised(rank, error)
     for rank, text in enumerate(texts):

@@ -379,3 +379,8 @@ def test_a_rank_that_ended_is_the_reason_not_its_peers_echo():
     ended = {"exits": {"0": 0}, "hung": [1, 2, 3], "hang_s": 10}
     assert judge_module._first_problem([None, hung, hung, hung], [1, 2, 3], ended, {}, limits, "") == \
         "rank 0 ended without reporting (killed?)"
+    # or by ranks that raised while loading (the reference solution's import refused), one rank left running
+    loading = report("your code raised while loading: ImportError: no reference here")
+    ended = {"exits": {"0": 1, "1": 1, "2": 1}, "hung": [3], "hang_s": 75}
+    assert judge_module._first_problem([loading, loading, loading, hung], [3], ended, {}, limits, "") == \
+        "your code raised while loading: ImportError: no reference here"
