@@ -38,6 +38,9 @@ def test_progress_is_kept_in_the_browser(page: Page, server):
     count = questions.count()
     assert count >= 1
     questions.first.locator("summary").click()
+    # the answer is kept at the question's "toggle" event, a task of its own: leaving at once can beat it
+    page.wait_for_function("() => (JSON.parse(localStorage.getItem('paralab:progress') || '{}')"
+                           ".collectives?.answered || []).length === 1")
 
     page.goto(server.url + "/")
     card = page.locator('.lesson-card[data-card="collectives"]')
