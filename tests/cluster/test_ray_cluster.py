@@ -159,7 +159,8 @@ def test_a_node_killed_mid_run_fails_that_run_naming_it_and_leaves_nothing(seen)
     assert node in run["hosts"] and node in run["error"]["message"]
     assert run["error"]["ranks"] == run["hosts"][node]
     *first, last = run["error"]["ranks"]                   # named in a sentence, not a Python list
-    assert f"with it ranks {', '.join(map(str, first))} and {last} of this run" in run["error"]["message"]
+    lost = f"ranks {', '.join(map(str, first))} and {last}" if first else f"rank {last}"
+    assert f"with it {lost} of this run" in run["error"]["message"]
     assert len(run["hosts"]) == 2
     assert run["cluster"] == {"nodes": 2, "cpus": 8, "free_cpus": 8}      # /healthz, before the run
     # before the run: the server's launcher and one per node; after: the dead node's is gone, and every
