@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import time
@@ -18,8 +19,11 @@ from app.run_store import RunStore
 from app.settings import Settings
 from workers.protocol import Log as LogEvent, Run as RunEvent
 
-CHANNEL_DRAIN_S = 2.0      # after the supervisor's report, how long to wait for ranks' last bytes
+CHANNEL_DRAIN_S = 2.0      # after the supervisor's report: how long ranks' channels may stay quiet before we stop waiting
+CHANNEL_DRAIN_MAX_S = 20.0  # … and how long in all, however busy the server (a loaded machine reads slowly)
 SUPERVISOR_REPORT_GRACE_S = 6.0   # a supervisor gone without its report: how long the report may still take to arrive
+
+log = logging.getLogger("paralab.runs")
 
 
 class Outcome:
@@ -63,9 +67,7 @@ class Outcome:
     # ---- the supervisor's report ------------------------------------------------------------------
     async def conclude(self, run: Run) -> None:
         """The supervisor has reported: let the ranks' last events arrive, then end the run."""
-        deadline = time.monotonic() + CHANNEL_DRAIN_S
-        while run.channels_open > 0 and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
+        await self._drain(run)
         if run.final:
             return
         self.record_all(run, run.order.flush())
@@ -80,6 +82,20 @@ class Outcome:
         else:
             error = flight_recorder.explain_crash(self._crash_error(run, failed), run.events, run.world_size)
             self.finish(run, "failed", error)
+
+    @staticmethod
+    async def _drain(run: Run) -> None:
+        """Every rank has exited, so each channel ends once the server has read what is in it. Wait while
+        events still come (a busy server reads slowly: a rank's error must not be cut off), and no longer
+        than CHANNEL_DRAIN_S of quiet — a channel on another host may never close."""
+        start = time.monotonic()
+        while run.channels_open > 0:
+            now = time.monotonic()
+            if now - max(start, run.last_event_at) > CHANNEL_DRAIN_S or now - start > CHANNEL_DRAIN_MAX_S:
+                log.warning("run %s: %d rank channel(s) still open %.1f s after its supervisor's report",
+                            run.id, run.channels_open, now - start)
+                return
+            await asyncio.sleep(0.005)
 
     def _record_output(self, run: Run, output) -> None:
         """What each rank printed (stdout and stderr), as one `log` event per rank that printed: the

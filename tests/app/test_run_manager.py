@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from app import run_outcome
 from app.hub import Hub
 from app.runs import RunManager
 from app.settings import Settings
@@ -93,6 +94,44 @@ def test_a_timed_out_report_is_a_timeout_naming_where_each_rank_was(tmp_path):
     assert ended["status"] == "failed"
     assert ended["error"]["kind"] == "timeout"
     assert ended["error"]["ranks"] == {"0": "p.py:22", "1": None}
+
+
+def test_a_rank_still_being_read_after_the_report_is_waited_for_while_its_events_come(tmp_path, monkeypatch):
+    """A loaded server may read a rank's last events long after its supervisor reported: while they
+    keep coming the run waits for them (here five times the quiet allowed), so the error is the rank's own."""
+    monkeypatch.setattr(run_outcome, "CHANNEL_DRAIN_S", 0.2)
+
+    async def scenario():
+        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+        manager.runs_dir.mkdir(parents=True)
+        run = manager.create("crash", 2, {}, False, "gloo")
+        run.status, run.channels_open = "running", 1
+        manager.ingest.take(run, *report((0, 0, False), (1, 1, False)))
+        for step in range(10):
+            await asyncio.sleep(0.1)
+            manager.ingest.take(run, 1, all_reduce("begin" if step % 2 == 0 else "end", 0.1 + step))
+        manager.ingest.take(run, 1, {"kind": "log", "level": "error", "t": 11, "message": "ValueError: late"})
+        run.channels_open = 0
+        await asyncio.wait_for(run.finished.wait(), 5)
+        return run.error
+
+    assert asyncio.run(scenario())["message"] == "rank 1 raised ValueError: late"
+
+
+def test_a_channel_that_stays_open_and_quiet_does_not_hold_the_run(tmp_path, monkeypatch):
+    """A channel from another host may never close: after CHANNEL_DRAIN_S of quiet the run ends anyway."""
+    monkeypatch.setattr(run_outcome, "CHANNEL_DRAIN_S", 0.2)
+
+    async def scenario():
+        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+        manager.runs_dir.mkdir(parents=True)
+        run = manager.create("crash", 2, {}, False, "gloo")
+        run.status, run.channels_open = "running", 1
+        manager.ingest.take(run, *report((0, 0, False), (1, 0, False)))
+        await asyncio.wait_for(run.finished.wait(), 2)
+        return run.status
+
+    assert asyncio.run(scenario()) == "done"
 
 
 def test_events_from_a_rank_carry_that_rank(tmp_path):
