@@ -4,6 +4,7 @@ and page per test (so localStorage starts empty). Debian's Chromium is used; nev
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -53,6 +54,15 @@ def page(browser):
 def counter(page):
     """The scrubber's "seq N / total" counter: where the page's cursor is."""
     return page.locator("#scrubber .seq-counter")
+
+
+def drawn(page) -> None:
+    """Wait until the page has drawn the step its counter names: the counter moves at once, the panels
+    in the next animation frame (`#now` names the step drawn), those off screen when the browser is
+    idle (`data-stale` until then)."""
+    seq = re.match(r"seq (\d+)", counter(page).inner_text()).group(1)
+    sync_api.expect(page.locator("#now .now-seq")).to_have_text(f"#{seq}")
+    sync_api.expect(page.locator(".panel[data-stale]")).to_have_count(0)
 
 
 def loaded(bound: float) -> float:

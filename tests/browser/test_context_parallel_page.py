@@ -9,6 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import drawn
+
 pytestmark = pytest.mark.browser
 
 
@@ -23,6 +25,7 @@ def test_ring_attention_step_by_step(page: Page, server):
     page.keyboard.press("Home")
     now = page.locator("#now")
     for _ in range(200):
+        drawn(page)
         if "ring step 1" in now.inner_text():
             break
         page.keyboard.press("ArrowRight")

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -26,8 +27,8 @@ def test_the_section_about_the_current_phase_is_highlighted(browser, server, siz
     assert run["status"] == "done", run["error"]
     events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
     page.goto(f"{server.url}/lessons/pp?run={run['id']}")
-    counter = page.locator("#scrubber .seq-counter")
-    expect(counter).to_have_text(f"seq {run['events']} / {run['events']}")
+    seq_counter = counter(page)
+    expect(seq_counter).to_have_text(f"seq {run['events']} / {run['events']}")
     now = page.locator("#explanation [data-explains].explaining")                # the marked headings
     heading = lambda text: page.locator("#explanation [data-explains]", has_text=text)
 
@@ -38,7 +39,7 @@ def test_the_section_about_the_current_phase_is_highlighted(browser, server, siz
                          ({"kind": "compute", "name": "B", "phase": "begin"}, "GPipe against 1F1B")]:
         seq = first_seq(events, **fields)
         page.locator("#scrubber input[type=range]").fill(str(seq))
-        expect(counter).to_have_text(f"seq {seq} / {run['events']}")
+        expect(seq_counter).to_have_text(f"seq {seq} / {run['events']}")
         expect(now).to_have_count(1)
         expect(heading(text)).to_have_class(re.compile(r"\bexplaining\b"))
     expect(page.locator("#explanation .explaining").first).to_be_visible()
@@ -56,12 +57,12 @@ def test_in_chinese_the_ring_lesson_highlights_the_algorithm_running(browser, se
     events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
     page.goto(f"{server.url}/lessons/ring_allreduce?run={run['id']}")
     switch_to_chinese(page)
-    counter = page.locator("#scrubber .seq-counter")
-    expect(counter).to_have_text(re.compile(rf"{run['events']} / {run['events']}"))
+    seq_counter = counter(page)
+    expect(seq_counter).to_have_text(re.compile(rf"{run['events']} / {run['events']}"))
     for fields, text in [({"kind": "compute", "name": "all-gather step 2", "phase": "begin"}, "环形算法"),
                          ({"kind": "compute", "name": "doubling step 2", "phase": "begin"}, "递归倍增")]:
         seq = first_seq(events, **fields)
         page.locator("#scrubber input[type=range]").fill(str(seq))
-        expect(counter).to_have_text(re.compile(rf"\b{seq} / {run['events']}"))
+        expect(seq_counter).to_have_text(re.compile(rf"\b{seq} / {run['events']}"))
         expect(page.locator("#explanation [data-explains].explaining")).to_have_text(text)
     context.close()

@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import counter
+
 pytestmark = pytest.mark.browser
 
 FOCUSED = re.compile(r"\bfocused\b")
@@ -20,8 +22,8 @@ def test_a_focused_panel_fills_the_screen_and_keys_still_step(browser, server, s
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page: Page = context.new_page()
     page.goto(f"{server.url}/lessons/collectives?run={run['id']}")
-    counter = page.locator("#scrubber .seq-counter")
-    expect(counter).to_have_text(f"seq {run['events']} / {run['events']}")
+    seq_counter = counter(page)
+    expect(seq_counter).to_have_text(f"seq {run['events']} / {run['events']}")
     panel = page.locator("#collective-panel")
     small_font = panel.evaluate("p => parseFloat(getComputedStyle(p).fontSize)")
 
@@ -35,7 +37,7 @@ def test_a_focused_panel_fills_the_screen_and_keys_still_step(browser, server, s
     picture = page.locator("#collective svg").first
     expect(picture).to_be_in_viewport()
     page.keyboard.press("ArrowLeft")                                           # keys still step
-    expect(counter).to_have_text(f"seq {run['events'] - 1} / {run['events']}")
+    expect(seq_counter).to_have_text(f"seq {run['events'] - 1} / {run['events']}")
     on_top = page.evaluate(f"() => document.elementFromPoint({size[0] // 2}, {size[1] // 3}).closest('.panel')?.id")
     assert on_top == "collective-panel", on_top                               # the other panels are under it
     page.keyboard.press("Escape")

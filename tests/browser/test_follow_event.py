@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +26,7 @@ def open_at_start(browser, server, run, text_size=None) -> Page:
         context.add_init_script(f"localStorage.setItem('paralab:text-scale', '{text_size}')")
     page = context.new_page()
     page.goto(f"{server.url}/lessons/collectives?run={run['id']}&seq=1")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq 1 / {run['events']}")
+    expect(counter(page)).to_have_text(f"seq 1 / {run['events']}")
     return page
 
 
@@ -42,7 +43,7 @@ def test_stepping_to_a_collective_below_the_fold_scrolls_its_drawing_into_view(b
     stage = page.locator(".stage")
     stage.evaluate("s => s.scrollTo(0, 0)")
     page.locator("#scrubber input[type=range]").fill("10")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq 10 / {collectives_run['events']}")
+    expect(counter(page)).to_have_text(f"seq 10 / {collectives_run['events']}")
     page.wait_for_timeout(300)
     top = stage.evaluate("s => s.scrollTop")
     assert top == 0, top

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import drawn
 
 pytestmark = pytest.mark.browser
 
@@ -32,11 +33,9 @@ def first_redistribution(server, run_id: str, before: list[str], after: list[str
 
 
 def jump_to(page: Page, panel: str, text: str, key: str = "]", tries: int = 80) -> None:
-    """Press `key` until `panel` says `text`, reading it only once every panel has drawn the step (a panel
-    off screen draws when the browser is idle: `data-stale` until then)."""
-    drawn = page.locator("section[data-stale]")
+    """Press `key` until `panel` says `text`, reading it only once every panel has drawn the step."""
     for _ in range(tries):
-        expect(drawn).to_have_count(0)
+        drawn(page)
         if text in page.locator(panel).inner_text():
             break
         page.keyboard.press(key)

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from tests.browser.sign_in import sign_in
 from tests.problems.wrong import wrong_solution
 from workers import sandbox
+from tests.browser.conftest import counter
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")]
@@ -47,14 +48,14 @@ def test_a_wrong_submission_links_to_its_run_stepped_to_the_failing_collective(l
     replay = opened.value
     run_id = re.search(r"run=([\w-]+)", replay.url).group(1)
     log = events_of(lab, run_id)
-    expect(replay.locator("#scrubber .seq-counter")).to_have_text(re.compile(rf"/ {len(log)}$"), timeout=30_000)
+    expect(counter(replay)).to_have_text(re.compile(rf"/ {len(log)}$"), timeout=30_000)
     expect(replay.locator(".source-tab")).to_have_text(["submission.py"])
 
     failing = next(e for e in log if e["kind"] == "collective" and e["op"] == "all_reduce" and e["phase"] == "begin")
     replay.keyboard.press("Home")
     for _ in range(failing["seq"] - log[0]["seq"]):
         replay.keyboard.press("ArrowRight")
-    expect(replay.locator("#scrubber .seq-counter")).to_have_text(re.compile(rf"\b{failing['seq']} /"))
+    expect(counter(replay)).to_have_text(re.compile(rf"\b{failing['seq']} /"))
     expect(replay.locator(".source-code .line.current")).to_contain_text("dist.all_reduce(total, group=group)")
     expect(replay.locator(".source-where")).to_contain_text(failing["site"])
     expect(replay.locator("#collective-panel")).to_contain_text("all_reduce")

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests import web
 from tests.app.test_failures import line_of
-from tests.browser.conftest import counter
+from tests.browser.conftest import counter, drawn
 
 pytestmark = pytest.mark.browser
 
@@ -30,9 +30,7 @@ def open_run(page: Page, server, lesson: str, run: dict, seq: int | None = None)
 
 def snapshot(page: Page) -> dict:
     """What the views show at the cursor, as text (once they have drawn the step the counter names)."""
-    seq = re.match(r"seq (\d+)", counter(page).inner_text()).group(1)
-    expect(page.locator("#now .now-seq")).to_have_text(f"#{seq}")
-    expect(page.locator(".panel[data-stale]")).to_have_count(0)     # the panels out of view drawn too
+    drawn(page)
     current = page.locator(".source-code .line.current")
     return {
         "counter": counter(page).inner_text(),
@@ -249,7 +247,7 @@ def test_url_reproduces_lesson_parameters_and_step_after_reload(page: Page, serv
     # a new page with the same URL shows the same
     other = page.context.new_page()
     other.goto(page.url)
-    expect(other.locator("#scrubber .seq-counter")).to_have_text(f"seq 14 / {total}")
+    expect(counter(other)).to_have_text(f"seq 14 / {total}")
     assert snapshot(other) == shown
 
 

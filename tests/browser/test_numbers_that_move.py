@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -84,4 +85,4 @@ def test_a_small_tensor_shows_its_numbers_a_large_one_does_not(page: Page, serve
     page.goto(f"{server.url}/lessons/tp_mlp?run={large['id']}")
     expect(page.locator("#tensors-panel canvas.heatmap").first).to_be_visible()
     expect(page.locator('#tensors-panel canvas.heatmap[data-numbers="shown"]')).to_have_count(0)
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(re.compile(r"seq \d+ / \d+"))
+    expect(counter(page)).to_have_text(re.compile(r"seq \d+ / \d+"))

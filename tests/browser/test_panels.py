@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import counter
+
 pytestmark = pytest.mark.browser
 
 PICTURES = ["pipeline", "timeline", "topology", "memory", "lanes", "ring", "collective", "origins",
@@ -16,7 +18,7 @@ PICTURES = ["pipeline", "timeline", "topology", "memory", "lanes", "ring", "coll
 
 def open_run(page: Page, server, run: dict) -> None:
     page.goto(f"{server.url}/lessons/every_kind?run={run['id']}")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(re.compile(rf"seq \d+ / {run['events']}$"))
+    expect(counter(page)).to_have_text(re.compile(rf"seq \d+ / {run['events']}$"))
 
 
 def shown_panels(page: Page) -> list[str]:
@@ -43,7 +45,7 @@ def test_a_lesson_unknown_to_the_page_gets_a_panel_for_each_kind_of_event(page: 
     expect(card.locator(".number-expected")).to_have_text("expected 4 — ✓ as predicted")
     # the first step: panels stay put while the viewer scrubs back (what the whole log holds decides)
     page.keyboard.press("Home")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(re.compile(r"^seq 1 / "))
+    expect(counter(page)).to_have_text(re.compile(r"^seq 1 / "))
     assert shown_panels(page) == ["pipeline", "lanes", "ring", "collective", "tensors", "numbers", "comm"]
 
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from tests import web
 from tests.app.helpers import events
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, counter
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +28,7 @@ def run_from_playground(page: Page, server, example: str, ranks: int) -> dict:
         page.locator(".run-button").click()
     assert posted.value.status == 201, posted.value.text()
     run = server.wait_run(posted.value.json()["id"], timeout=90)
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(re.compile(rf"/ {len(events(server, run['id']))}$"))
+    expect(counter(page)).to_have_text(re.compile(rf"/ {len(events(server, run['id']))}$"))
     return run
 
 

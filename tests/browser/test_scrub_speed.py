@@ -24,7 +24,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
-from tests.browser.conftest import loaded
+from tests.browser.conftest import counter, loaded
 from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions
 
 pytestmark = pytest.mark.browser
@@ -56,7 +56,7 @@ def open_at_end(page: Page, server, run: dict) -> float:
     expect(page.locator(".lesson-title")).not_to_be_empty()
     start = time.monotonic()
     page.goto(f"{server.url}/lessons/pp?run={run['id']}")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {run['events']} / {run['events']}")
+    expect(counter(page)).to_have_text(f"seq {run['events']} / {run['events']}")
     expect(page.locator("#pipeline canvas.gantt")).to_be_visible()
     return time.monotonic() - start
 
@@ -116,7 +116,7 @@ def test_a_page_opened_on_a_run_draws_the_lesson_with_the_run_not_before_it(brow
         page = context.new_page()
         page.add_init_script(_FRAMES_JS)
         page.goto(f"{server.url}/lessons/pp?run={big_run['id']}")
-        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
+        expect(counter(page)).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
         looks = page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(frameLooks))))")
     finally:
         context.close()
@@ -128,7 +128,7 @@ def test_a_page_opened_on_a_run_draws_the_lesson_with_the_run_not_before_it(brow
 def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, server, big_run):
     open_at_end(page, server, big_run)
     chart = page.locator("#pipeline canvas.gantt")
-    counter = page.locator("#scrubber .seq-counter")
+    seq_counter = counter(page)
     page.mouse.move(0, 0)
     whole = chart.screenshot()
     chart.hover()
@@ -138,7 +138,7 @@ def test_the_big_chart_zooms_and_pans_without_moving_the_cursor(page: Page, serv
     assert zoomed != whole
     chart.focus()
     page.keyboard.press("ArrowLeft")                          # with the chart focused, ← pans, it does not step
-    expect(counter).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
+    expect(seq_counter).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
     assert chart.screenshot() != zoomed
     page.keyboard.press("0")                                  # the whole run again
     expect(chart).not_to_have_attribute("data-zoom", "in")
@@ -152,12 +152,12 @@ def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, serve
     starts = {e["seq"] for e in events if e.get("phase") == "begin" and (   # a send, or a collective's first member
         e["kind"] == "p2p" and e["op"] == "send" or e["kind"] == "collective" and e["rank"] == e["ranks"][0])}
     open_at_end(page, server, big_run)
-    counter = page.locator("#scrubber .seq-counter")
-    seq_now = lambda: int(re.match(r"seq (\d+)", counter.inner_text()).group(1))
+    seq_counter = counter(page)
+    seq_now = lambda: int(re.match(r"seq (\d+)", seq_counter.inner_text()).group(1))
 
     def visited(unit: str) -> list[int]:
         page.keyboard.press("Home")
-        expect(counter).to_have_text(f"seq 1 / {big_run['events']}")
+        expect(seq_counter).to_have_text(f"seq 1 / {big_run['events']}")
         page.locator("#scrubber select[name=play-by]").select_option(unit)
         page.locator("#scrubber select[name=speed]").select_option("4")
         page.get_by_role("button", name="▶ Play").click()
@@ -209,7 +209,7 @@ def test_a_run_of_many_calls_lists_24_around_the_cursor_and_counts_them_all(page
     expect(page.locator(".comm-total")).to_have_text(f"{sum(e['bytes'] for e in calls):,} B")
     at_end = {id_: panel.inner_text() for id_, panel in panels.items()}
     page.keyboard.press("Home")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq 1 / {big_run['events']}")
+    expect(counter(page)).to_have_text(f"seq 1 / {big_run['events']}")
     expect(page.locator("#comm")).to_contain_text("Nothing communicated yet")
     # the table is kept behind the note, laid out but not shown (End puts it back without laying it out again)
     expect(page.locator("#comm")).to_have_text("Nothing communicated yet at this step.", use_inner_text=True)
@@ -220,7 +220,7 @@ def test_a_run_of_many_calls_lists_24_around_the_cursor_and_counts_them_all(page
     assert "Nothing communicated yet" in picture, "the picture lacks the note shown"
     assert "<table" not in picture, "the picture holds the table kept behind the note"
     page.keyboard.press("End")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
+    expect(counter(page)).to_have_text(f"seq {big_run['events']} / {big_run['events']}")
     for id_, panel in panels.items():
         panel.scroll_into_view_if_needed()
         expect(panel).to_have_text(at_end[id_], use_inner_text=True)
@@ -253,7 +253,7 @@ def test_the_send_recv_panel_shows_a_place_as_a_page_opened_there_shows_it(page:
     opened_there = {}
     for seq in places:
         page.goto(f"{server.url}/lessons/pp?run={big_run['id']}&seq={seq}")
-        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {total}")
+        expect(counter(page)).to_have_text(f"seq {seq} / {total}")
         ring.scroll_into_view_if_needed()
         expect(page.locator("#ring-panel")).not_to_have_attribute("data-stale", "")
         opened_there[seq] = drawn()
@@ -263,7 +263,7 @@ def test_the_send_recv_panel_shows_a_place_as_a_page_opened_there_shows_it(page:
     for seq in places:
         page.evaluate("""(index) => { window.paralab.store.seek(index);       // drawn in the next frame, the panel on screen
           return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))); }""", seq - 1)
-        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {total}")
+        expect(counter(page)).to_have_text(f"seq {seq} / {total}")
         expect(page.locator("#ring-panel")).not_to_have_attribute("data-stale", "")
         assert drawn() == opened_there[seq], seq
 
@@ -290,7 +290,7 @@ _MOST_DIFFERENCE_JS = """async ([a, b]) => {
 def _chart_opened_at(page: Page, server, run: dict, seq: int) -> str:
     """The focused pipeline chart of a page opened at `seq` (painted whole), as a data URL."""
     page.goto(f"{server.url}/lessons/pp?run={run['id']}&seq={seq}")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {seq} / {run['events']}")
+    expect(counter(page)).to_have_text(f"seq {seq} / {run['events']}")
     expect(page.locator("#pipeline canvas.pipeline-gantt")).to_be_visible()     # drawn before the focus view is asked for
     page.keyboard.press("z")
     chart = page.locator("#pipeline-panel.focused canvas.pipeline-gantt")
@@ -304,7 +304,7 @@ def _moved_to(page: Page, run: dict, index: int) -> dict:
     """Seek the open page to log `index`; the focused chart then ({picture, from, blocks}: what it painted afresh)."""
     page.evaluate("""(index) => { window.paralab.store.seek(index);
       return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))); }""", index)
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {index + 1} / {run['events']}")
+    expect(counter(page)).to_have_text(f"seq {index + 1} / {run['events']}")
     return page.locator("#pipeline-panel.focused canvas.pipeline-gantt").evaluate(
         "(canvas) => ({ picture: canvas.toDataURL(), ...canvas.gantt.painted })")
 
@@ -323,7 +323,7 @@ def test_a_chart_reached_by_steps_is_the_chart_painted_there(page: Page, server,
         _moved_to(page, big_run, start)
         for _ in range(4):
             page.keyboard.press(key)
-        expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {place + 1} / {big_run['events']}")
+        expect(counter(page)).to_have_text(f"seq {place + 1} / {big_run['events']}")
         page.evaluate("() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
         assert chart.evaluate("(canvas) => canvas.gantt.painted.from > canvas.gantt.frame.left"), "painted whole"
         picture = chart.evaluate("(canvas) => canvas.toDataURL()")

@@ -10,11 +10,14 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.app.helpers import events
+from tests.browser.conftest import counter, drawn
+
 pytestmark = pytest.mark.browser
 
 
 def held(page: Page, side: str) -> list[str]:
-    expect(page.locator("section[data-stale]")).to_have_count(0)     # every panel has drawn this step
+    drawn(page)
     return page.locator(f'#shards .shards-side[data-side="{side}"] .shard').evaluate_all(
         "els => els.map((el) => `${el.dataset.rank} ${el.dataset.held}`)")
 
@@ -23,7 +26,7 @@ def test_each_ranks_shard_is_drawn_before_and_after_each_redistribution(page: Pa
     run = server.run("dtensor_moves", 2)
     assert run["status"] == "done", run.get("error")
     page.goto(f"{server.url}/lessons/dtensor_moves?run={run['id']}")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(re.compile(rf"seq \d+ / {run['events']}$"))
+    expect(counter(page)).to_have_text(re.compile(rf"seq \d+ / {run['events']}$"))
     page.keyboard.press("End")
     expect(page.locator("#shards-panel")).to_be_visible()
     expect(page.locator("#shards")).to_contain_text("reduce-scatter on mesh (2), dimension tp: a [8, 4] tensor "
@@ -34,13 +37,15 @@ def test_each_ranks_shard_is_drawn_before_and_after_each_redistribution(page: Pa
 
     page.keyboard.press("Home")                              # the first step: nothing redistributed yet
     expect(page.locator("#shards")).to_contain_text("No DTensor redistribution yet at this step.")
-    counter = page.locator("#scrubber .seq-counter")
-    for _ in range(40):                                      # collective by collective, to the all-gather
-        before = counter.inner_text()
+    # collective by collective, to the all-gather (the counter moves at once, the panels in the next frame)
+    gathers = {e["seq"] for e in events(server, run["id"])
+               if e["kind"] == "collective" and e["op"].startswith("all_gather") and e["phase"] == "begin"}
+    seq_counter = counter(page)
+    for _ in range(40):
+        before = seq_counter.inner_text()
         page.keyboard.press("]")
-        expect(counter).not_to_have_text(before)
-        expect(page.locator("section[data-stale]")).to_have_count(0)     # the panel has drawn this step
-        if "Replicate()" in page.locator("#shards").inner_text():
+        expect(seq_counter).not_to_have_text(before)
+        if int(re.match(r"seq (\d+)", seq_counter.inner_text()).group(1)) in gathers:
             break
     expect(page.locator("#shards")).to_contain_text("all-gather on mesh (2), dimension tp: a [8, 4] tensor "
                                                     "goes from Shard(0) to Replicate().")

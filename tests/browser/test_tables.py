@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -40,7 +41,7 @@ def runs(server):
 
 def open_run(page: Page, server, lesson: str, run: dict, seq: int | None = None) -> None:
     page.goto(f"{server.url}/lessons/{lesson}?run={run['id']}" + (f"&seq={seq}" if seq else ""))
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(re.compile(rf"seq \d+ / {run['events']}$"))
+    expect(counter(page)).to_have_text(re.compile(rf"seq \d+ / {run['events']}$"))
 
 
 def show_table(page: Page, panel: str):

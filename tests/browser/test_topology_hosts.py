@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests import web
 from tests.browser.untranslated import english_words, lesson_strings, own_words, switch_to_chinese
 from workers.protocol import Host
+from tests.browser.conftest import counter
 
 pytestmark = pytest.mark.browser
 
@@ -42,9 +43,9 @@ def with_hosts(html: str) -> str:
 
 
 def at_the_end(page: Page, total: int) -> None:
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq 1 / {total}")
+    expect(counter(page)).to_have_text(f"seq 1 / {total}")
     page.keyboard.press("End")
-    expect(page.locator("#scrubber .seq-counter")).to_have_text(f"seq {total} / {total}")
+    expect(counter(page)).to_have_text(f"seq {total} / {total}")
 
 
 def inside(inner: dict, outer: dict) -> bool:
