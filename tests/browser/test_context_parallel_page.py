@@ -45,6 +45,7 @@ def test_ulysses_all_to_alls(page: Page, server):
     expect(page.locator(".checks-summary")).to_have_text("✓ All 8 checks passed (4 checks × 2 ranks)")
     page.keyboard.press("Home")
     for _ in range(200):
+        drawn(page)
         if re.search(r"all_to_all|all-to-all", page.locator("#now").inner_text()):
             break
         page.keyboard.press("ArrowRight")
