@@ -44,6 +44,7 @@ SLOW_TESTS = {
     "tests/app/test_cluster_placement.py::test_the_embedded_default_never_imports_ray",
     "tests/app/test_hostile_requests.py::test_a_reply_to_an_abandoned_request_is_never_taken_for_the_next_ones",
     "tests/workers/test_p2p.py",
+    "tests/workers/test_supervisor.py::test_a_rank_that_raises_before_its_channel_opens_says_so_on_its_output",
     "tests/workers/test_traced_job.py",
     "tests/workers/test_judge.py::test_unsandboxed_code_does_not_get_the_servers_environment",
     "tests/workers/test_judge.py::test_the_warm_checker_forks_each_check_and_outlives_a_kill",

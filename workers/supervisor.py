@@ -15,6 +15,7 @@ import signal
 import sys
 import tempfile
 import threading
+import traceback
 
 from workers.channel import EventChannel
 from workers.launch_request import LaunchRequest
@@ -45,8 +46,6 @@ def _on_alarm(signum, frame):
 
 def supervise(request: LaunchRequest) -> None:
     """Fork mode: runs in the supervisor forked from the warm launcher; never returns."""
-    from workers.rank import run_rank   # imported by the launcher already: costs nothing here
-
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent()
     if request.sandboxed:               # a hosted-lab user's own program: its ranks start in the sandbox
@@ -65,10 +64,22 @@ def supervise(request: LaunchRequest) -> None:
             os.dup2(write_end, 2)
             os.close(write_end)
             die_with_parent()
-            os._exit(run_rank(request, rank, store_path))
+            os._exit(_rank_status(request, rank, store_path))
         os.close(write_end)
         ranks[pid], outputs[rank] = rank, read_end
     finish(request, ranks, workdir, {rank: OutputTail(fd, request.output_bytes) for rank, fd in outputs.items()})
+
+
+def _rank_status(request: LaunchRequest, rank: int, store_path: str) -> int:
+    """Run one rank; its exit status. What it raised before it could report on its channel (connecting
+    to the server, say) goes to its output, which the run shows, instead of vanishing with the process."""
+    from workers.rank import run_rank   # imported by the launcher already: costs nothing here
+    try:
+        return run_rank(request, rank, store_path)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 1
 
 
 class OutputTail:

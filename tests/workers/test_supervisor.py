@@ -66,3 +66,23 @@ def test_time_limit_stops_every_rank():
     report = wait_for("{rank(30): 0, rank(30): 1}", 0.5)
     assert report == {"exits": [{"rank": 0, "code": -9, "stopped": True},
                                 {"rank": 1, "code": -9, "stopped": True}], "timed_out": True}
+
+
+def test_a_rank_that_raises_before_its_channel_opens_says_so_on_its_output():
+    """A rank that cannot reach the server's event port has no channel to report on: its traceback goes
+    to its output (which the supervisor reports and the run shows), and it exits with status 1."""
+    script = textwrap.dedent("""
+        import socket, sys
+        from workers.launch_request import LaunchRequest
+        from workers.supervisor import _rank_status
+
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        request = LaunchRequest(run_id="r", token="t", lesson="collectives", world_size=1,
+                                events_address=f"127.0.0.1:{port}", t0=0.0, time_limit_s=5)
+        sys.exit(_rank_status(request, 0, "/nonexistent/store"))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert "ConnectionRefusedError" in out.stderr and "workers/channel.py" in out.stderr, out.stderr
