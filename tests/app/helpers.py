@@ -174,6 +174,11 @@ class RunProcesses:
                     self.seen[(proc.pid, proc.start)] = proc       # led its own session (setsid)
             time.sleep(0.005)     # each look costs ~1–2 ms of CPU: every 1 ms kept a core busy
 
+    def supervisors(self) -> list[Proc]:
+        """The run supervisors seen (each leads a session of its own, its ranks in it: `left_behind`
+        finds a rank by its session even if it lived too briefly for a look to see it)."""
+        return [p for p in self.seen.values() if p.pid == p.session != self.launcher_session]
+
     def left_behind(self, timeout: float = 10) -> list[Proc]:
         """Processes of the run still living once `timeout` has passed (empty as soon as none is)."""
         deadline = time.monotonic() + timeout

@@ -26,7 +26,8 @@ def line_of(text: str) -> int:
 def _failed_run(server, world_size: int, how: str, rank: int):
     with RunProcesses(server) as procs:
         run = server.run("crash", world_size, {"how": how, "rank": rank})
-    assert len(procs.seen) >= world_size + 1
+    # its ranks may die between two looks of a loaded machine's watch: they are in its session
+    assert len(procs.supervisors()) == 1, procs.seen
     assert procs.left_behind() == []
     return run
 
