@@ -21,13 +21,19 @@ def all_reduce(phase: str, t: float, **fields) -> dict:
     return event
 
 
+def running(tmp_path, world_size: int, channels_open: int = 0):
+    """A run manager, and a run of the crash lesson it holds as running (no ranks: messages are fed to it)."""
+    manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
+    manager.runs_dir.mkdir(parents=True)
+    run = manager.create("crash", world_size, {}, False, "gloo")
+    run.status, run.channels_open = "running", channels_open
+    return manager, run
+
+
 def conclude(tmp_path, world_size: int, messages: list[tuple[int | None, dict]]) -> dict:
     """Feed (rank, message) pairs as the event port would; returns the run's final public state."""
     async def scenario():
-        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-        manager.runs_dir.mkdir(parents=True)
-        run = manager.create("crash", world_size, {}, False, "gloo")
-        run.status = "running"
+        manager, run = running(tmp_path, world_size)
         for rank, message in messages:
             manager.ingest.take(run, rank, message)
         await asyncio.wait_for(run.finished.wait(), 5)
@@ -102,10 +108,7 @@ def test_a_rank_still_being_read_after_the_report_is_waited_for_while_its_events
     monkeypatch.setattr(run_outcome, "CHANNEL_DRAIN_S", 0.2)
 
     async def scenario():
-        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-        manager.runs_dir.mkdir(parents=True)
-        run = manager.create("crash", 2, {}, False, "gloo")
-        run.status, run.channels_open = "running", 1
+        manager, run = running(tmp_path, 2, channels_open=1)
         manager.ingest.take(run, *report((0, 0, False), (1, 1, False)))
         for step in range(10):
             await asyncio.sleep(0.1)
@@ -123,10 +126,7 @@ def test_a_channel_that_stays_open_and_quiet_does_not_hold_the_run(tmp_path, mon
     monkeypatch.setattr(run_outcome, "CHANNEL_DRAIN_S", 0.2)
 
     async def scenario():
-        manager = RunManager(Settings(DATA_DIR=tmp_path), Hub())
-        manager.runs_dir.mkdir(parents=True)
-        run = manager.create("crash", 2, {}, False, "gloo")
-        run.status, run.channels_open = "running", 1
+        manager, run = running(tmp_path, 2, channels_open=1)
         manager.ingest.take(run, *report((0, 0, False), (1, 0, False)))
         await asyncio.wait_for(run.finished.wait(), 2)
         return run.status
