@@ -56,12 +56,16 @@ def counter(page):
     return page.locator("#scrubber .seq-counter")
 
 
+def seq_of(page) -> int:
+    """The step the page's cursor is at, as its counter says."""
+    return int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1))
+
+
 def drawn(page) -> None:
     """Wait until the page has drawn the step its counter names: the counter moves at once, the panels
     in the next animation frame (`#now` names the step drawn), those off screen when the browser is
     idle (`data-stale` until then)."""
-    seq = re.match(r"seq (\d+)", counter(page).inner_text()).group(1)
-    sync_api.expect(page.locator("#now .now-seq")).to_have_text(f"#{seq}")
+    sync_api.expect(page.locator("#now .now-seq")).to_have_text(f"#{seq_of(page)}")
     sync_api.expect(page.locator(".panel[data-stale]")).to_have_count(0)
 
 

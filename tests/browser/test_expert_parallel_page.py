@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
-from tests.browser.conftest import counter
+from tests.browser.conftest import counter, seq_of
 
 pytestmark = pytest.mark.browser
 
@@ -50,7 +50,7 @@ def test_run_and_step_into_the_all_to_alls(page: Page, server):
     expect(collective.locator(".col-rank")).to_have_count(4)
     # once every rank has called it, the tokens move between the ranks
     last = max(e["seq"] for e in dispatch)
-    while int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1)) < last:
+    while seq_of(page) < last:
         page.keyboard.press("ArrowRight")
     expect(counter(page)).to_have_text(f"seq {last} / {total}")
     expect(collective.locator("svg.collective-svg")).to_have_class(re.compile("phase-moving"))

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests import web
 from tests.app.test_failures import line_of
-from tests.browser.conftest import counter, drawn
+from tests.browser.conftest import counter, drawn, seq_of
 
 pytestmark = pytest.mark.browser
 
@@ -314,11 +314,11 @@ def test_brackets_jump_from_call_to_call_and_braces_from_microbatch_to_microbatc
 
     page.keyboard.press("Home")
     page.keyboard.press("}")                                # } : a computation on another microbatch
-    first = int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1))
+    first = seq_of(page)
     event = log[first - 1]
     assert event["kind"] == "compute" and event["phase"] == "begin" and isinstance(event["microbatch"], int)
     page.keyboard.press("}")
-    second = log[int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1)) - 1]
+    second = log[seq_of(page) - 1]
     assert second["kind"] == "compute" and second["microbatch"] != event["microbatch"]
     assert all(not (e["kind"] == "compute" and e["phase"] == "begin" and e.get("microbatch") not in (None, event["microbatch"]))
                for e in log[first:second["seq"] - 1])      # nothing of another microbatch was skipped

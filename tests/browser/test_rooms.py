@@ -28,10 +28,6 @@ from tests.conftest import LiveServer
 pytestmark = pytest.mark.browser
 
 
-def seq_of(page: Page) -> int:
-    return int(re.match(r"seq (\d+)", counter(page).inner_text()).group(1))
-
-
 @pytest.fixture
 def follower(browser: Browser):
     """A second person: their own browser context (own localStorage), JavaScript errors fail the test."""

@@ -24,7 +24,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
-from tests.browser.conftest import counter, loaded
+from tests.browser.conftest import counter, loaded, seq_of
 from tests.browser.scrub_timing import jump_actions, step_actions, summary, time_actions
 
 pytestmark = pytest.mark.browser
@@ -153,7 +153,6 @@ def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, serve
         e["kind"] == "p2p" and e["op"] == "send" or e["kind"] == "collective" and e["rank"] == e["ranks"][0])}
     open_at_end(page, server, big_run)
     seq_counter = counter(page)
-    seq_now = lambda: int(re.match(r"seq (\d+)", seq_counter.inner_text()).group(1))
 
     def visited(unit: str) -> list[int]:
         page.keyboard.press("Home")
@@ -164,7 +163,7 @@ def test_play_moves_call_by_call_and_event_by_event_when_asked(page: Page, serve
         seen = []
         for _ in range(12):
             page.wait_for_timeout(100)
-            seen.append(seq_now())
+            seen.append(seq_of(page))
         page.get_by_role("button", name="❚❚ Pause").click()
         return sorted(set(seen) - {1})
 

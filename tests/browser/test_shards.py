@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.app.helpers import events
-from tests.browser.conftest import counter, drawn
+from tests.browser.conftest import counter, drawn, seq_of
 
 pytestmark = pytest.mark.browser
 
@@ -40,12 +40,11 @@ def test_each_ranks_shard_is_drawn_before_and_after_each_redistribution(page: Pa
     # collective by collective, to the all-gather (the counter moves at once, the panels in the next frame)
     gathers = {e["seq"] for e in events(server, run["id"])
                if e["kind"] == "collective" and e["op"].startswith("all_gather") and e["phase"] == "begin"}
-    seq_counter = counter(page)
     for _ in range(40):
-        before = seq_counter.inner_text()
+        before = counter(page).inner_text()
         page.keyboard.press("]")
-        expect(seq_counter).not_to_have_text(before)
-        if int(re.match(r"seq (\d+)", seq_counter.inner_text()).group(1)) in gathers:
+        expect(counter(page)).not_to_have_text(before)
+        if seq_of(page) in gathers:
             break
     expect(page.locator("#shards")).to_contain_text("all-gather on mesh (2), dimension tp: a [8, 4] tensor "
                                                     "goes from Shard(0) to Replicate().")
