@@ -275,7 +275,12 @@ document.addEventListener("paralab:lang", async () => {
   showLessonWords();
   translateParamHelp(form, lesson);
   const shown = lessonId;
-  const again = await fetchInCurrentLang(shown);
+  let again;
+  try {
+    again = await fetchInCurrentLang(shown);
+  } catch {
+    return;   // not fetched (the connection dropped): the explanation stays in the language it has
+  }
   if (shown === lessonId) {
     Object.assign(lesson, { explanation: again.explanation, explanation_steps: again.explanation_steps });
     renderExplanation($("#explanation"), lesson.explanation, shown, lesson.explanation_steps);

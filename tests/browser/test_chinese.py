@@ -110,3 +110,16 @@ def test_the_hosted_lab_in_chinese(server_factory, page: Page, admin_page: Page)
     expect(page.locator(".check-list")).not_to_contain_text(CHINESE)
     expect(page.locator(".history")).not_to_contain_text(CHINESE)
     expect(page.locator(".history li").first).to_contain_text("passed")
+
+
+def test_a_lesson_text_lost_on_the_way_leaves_the_page_working_in_chinese(page: Page, server):
+    """The lesson's texts are fetched again in the new language; a connection that drops then is no
+    page error (the `page` fixture fails on one): the words switch, the explanation stays as it was."""
+    page.goto(f"{server.url}/lessons/collectives")
+    expect(page.locator(".run-button")).to_be_enabled()
+    explanation = page.locator("#explanation").inner_text()
+    page.route("**/api/lessons/collectives?lang=zh", lambda route: route.abort())
+    with page.expect_event("requestfailed", lambda r: "/api/lessons/collectives?lang=zh" in r.url):
+        page.locator('[data-action="lang"][data-lang="zh"]').click()
+    expect(page.locator(".run-button")).not_to_have_text("▶ Run")
+    assert page.locator("#explanation").inner_text() == explanation

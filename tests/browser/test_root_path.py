@@ -27,7 +27,9 @@ def test_the_pages_work_under_the_path(server_factory, page):
         page.wait_for_url(f"**{PREFIX}/lessons/collectives")
         expect(page.locator(".run-button")).to_be_enabled()          # its form, from GET …/api/lessons/collectives
         expect(page.locator(".brand")).to_have_attribute("href", f"{PREFIX}/")
-        with page.expect_response(lambda r: r.url.endswith(f"{PREFIX}/api/i18n/zh")) as words:
-            page.locator('[data-action="lang"][data-lang="zh"]').click()      # a language's words, fetched
-        assert words.value.status == 200
+        with page.expect_response(lambda r: r.url.endswith(f"{PREFIX}/api/i18n/zh")) as words, \
+                page.expect_response(lambda r: f"{PREFIX}/api/lessons/collectives" in r.url) as texts:
+            page.locator('[data-action="lang"][data-lang="zh"]').click()      # a language's words, fetched,
+        assert words.value.status == 200                                       # then the lesson's in it
+        assert texts.value.status == 200
     assert failed == [], failed
