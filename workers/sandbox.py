@@ -39,6 +39,7 @@ CGROUPS = Path("/sys/fs/cgroup")
 CANCELLED = "cancelled"            # the reason a job stopped by its caller's `stop` event gives
 STOP_POLL_S = 0.05                 # how often a running job looks at its `stop` event
 WATCHDOG_POLL_S = 0.25             # how often the job's memory is summed (no cgroup) or its cgroups read
+STOP_WAIT_S = 10.0                 # a stopped sandbox's wait for its namespace to end before bwrap is killed too
 OUTPUT_TAIL_BYTES = 64 * 1024      # what is kept of each of stdout and stderr (the end)
 NOBODY = 65534
 
@@ -303,8 +304,7 @@ def supervise(process: subprocess.Popen, limits: Limits, stop: threading.Event |
     try:
         reason = _wait(process, limits, stop, watch_memory, cgroups)
     finally:
-        _kill_group(process.pid)
-        process.wait()
+        _stop(process)
     for reader in readers:
         reader.join(timeout=5)
     out, err = tails["stdout"], tails["stderr"]
@@ -379,6 +379,27 @@ def _proportional_bytes(pid: int) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Kill `process` and what it started, a sandbox from the inside out: killing bwrap's child, the
+    init of the sandbox's PID namespace, kills every process in the namespace, and the init ends only
+    once they all have; bwrap, which reaps it, then exits. (Killed first, bwrap would leave its init
+    to finish dying on its own, after the caller was told the job had stopped.)"""
+    for child in _children(process.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=STOP_WAIT_S)
+    _kill_group(process.pid)
+    process.wait()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:      # ended already, or a kernel that does not list children
+        return []
 
 
 def _kill_group(pid: int) -> None:

@@ -1,0 +1,69 @@
+"""A judged job stopped is gone, not dying, when its caller is told so."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.app.helpers import wait_for
+from workers import sandbox
+
+pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
+
+# Three processes holding 1 GiB each: when the job is stopped the kernel takes a while to free it, while
+# `cgroup.procs` no longer lists them (dying), and the sandbox's init waits for them.
+HOLDERS = """
+import os, sys, time
+for _ in range(2):
+    if os.fork() == 0:
+        break
+held = bytearray(1 << 30)
+time.sleep(3600)
+"""
+
+
+def test_a_stopped_jobs_processes_have_all_ended_when_the_sandbox_returns():
+    marker = uuid.uuid4().hex
+    stop = threading.Event()
+    holding = threading.Thread(target=lambda: stop.set() if wait_for(lambda: len(_holding(marker)) == 3, 60) else None)
+    holding.start()
+    outcome = sandbox.run(["python3", "/job/job.py", marker], {"job.py": HOLDERS.encode()},
+                          sandbox.Limits(job_memory_mb=8192), stop=stop)
+    holding.join()
+    assert outcome.reason == sandbox.CANCELLED
+    assert _living(marker) == []
+
+
+def _processes(marker: str):
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            cmdline = (stat.parent / "cmdline").read_bytes()
+            text = stat.read_text()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            yield stat.parent, text[text.rindex(")") + 2]
+
+
+def _holding(marker: str) -> list[Path]:
+    """The job's processes that hold their gibibyte."""
+    return [proc for proc, _ in _processes(marker)
+            if "VmRSS" in (status := _read(proc / "status")) and _rss_kib(status) > 1 << 20]
+
+
+def _living(marker: str) -> list[str]:
+    return [f"{proc.name} ({state})" for proc, state in _processes(marker) if state not in "ZX"]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _rss_kib(status: str) -> int:
+    return int(status.split("VmRSS:")[1].split()[0])
