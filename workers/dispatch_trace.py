@@ -184,16 +184,20 @@ def _placement(p) -> str:
 
 
 def _redistribute_code():
-    try:
-        from torch.distributed.tensor._redistribute import redistribute_local_tensor
-    except ImportError:   # a torch without DTensor
-        return None
-    return redistribute_local_tensor.__code__
+    """The code of DTensor's redistribution, once a program has loaded DTensor (until then no
+    redistribution can be running). Not imported here: `torch.distributed.tensor` costs a process
+    near a second of CPU, which a rank that never uses DTensor (a judged solution, a traced job)
+    should not pay."""
+    module = sys.modules.get("torch.distributed.tensor._redistribute")
+    function = getattr(module, "redistribute_local_tensor", None)
+    return getattr(function, "__code__", None)
 
 
 def _dtensor_fields(frame, group) -> dict:
     """`mesh` and `placements` when `frame` runs inside a DTensor redistribution, else nothing."""
-    code = _REDISTRIBUTE_CODE
+    code = _redistribute_code()
+    if code is None:
+        return {}
     while frame is not None and frame.f_code is not code:
         frame = frame.f_back
     if frame is None:
@@ -212,7 +216,6 @@ def _dtensor_fields(frame, group) -> dict:
     }
 
 
-_REDISTRIBUTE_CODE = _redistribute_code()
 _table()
 
 

@@ -43,7 +43,7 @@ from workers.judge_events import EventKeeper  # noqa: E402
 from workers.problems import PROBLEMS  # noqa: E402
 from workers.problems.report import encode  # noqa: E402
 from workers.tracer import Tracer  # noqa: E402
-from workers.dispatch_trace import register_kernels  # noqa: E402  (with torch.distributed.tensor: once, not in each rank)
+from workers.dispatch_trace import register_kernels  # noqa: E402  (once, not in each rank)
 
 HANG_S = 30                        # one collective or send/recv waiting longer fails (gloo's timeout)
 RUN_S = 75                         # the ranks' whole run (a loaded machine runs 1F1B's ranks for 40 s)

@@ -7,8 +7,11 @@ The two-rank programs (DDP, FSDP2, DTensor, tensor parallel, pipelining) are in 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +22,7 @@ from workers.protocol import problem
 from workers.tracer import Tracer
 
 funcol = torch.ops._c10d_functional
+REPO = Path(__file__).resolve().parents[2]
 
 
 def phases(events):
@@ -135,3 +139,13 @@ def test_a_second_tracer_cannot_take_the_kernels_of_the_first(traced):
     _, emitted = traced
     dist.group.WORLD.allreduce([torch.ones(1)]).wait()
     assert phases(emitted.events) == [("begin", "all_reduce"), ("end", "all_reduce")], "the first still records"
+
+
+def test_the_dispatch_level_does_not_load_dtensor_for_a_program_that_never_uses_it():
+    """`torch.distributed.tensor` costs a process near a second of CPU: a judged solution's ranks or a
+    traced job's that never use DTensor do not pay it (its redistributions are recognised once loaded)."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, workers.dispatch_trace as d; d.register_kernels(); "
+                             "print(sorted(m for m in sys.modules if m.startswith('torch.distributed.tensor')))"],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
