@@ -13,8 +13,8 @@ from workers import sandbox
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
 
-# Three processes holding 1 GiB each: when the job is stopped the kernel takes a while to free it, while
-# `cgroup.procs` no longer lists them (dying), and the sandbox's init waits for them.
+# Three processes holding 1 GiB each: when the job is stopped the kernel takes a while to free their
+# memory, and the sandbox's PID namespace init ends only after them.
 HOLDERS = """
 import os, sys, time
 for _ in range(2):
@@ -28,12 +28,20 @@ time.sleep(3600)
 def test_a_stopped_jobs_processes_have_all_ended_when_the_sandbox_returns():
     marker = uuid.uuid4().hex
     stop = threading.Event()
-    holding = threading.Thread(target=lambda: stop.set() if wait_for(lambda: len(_holding(marker)) == 3, 60) else None)
+    held: list[Path] = []
+
+    def stop_once_held() -> None:
+        try:
+            held.extend(wait_for(lambda: len(found := _holding(marker)) == 3 and found, 60))
+        finally:
+            stop.set()
+
+    holding = threading.Thread(target=stop_once_held)
     holding.start()
     outcome = sandbox.run(["python3", "/job/job.py", marker], {"job.py": HOLDERS.encode()},
                           sandbox.Limits(job_memory_mb=8192), stop=stop)
     holding.join()
-    assert outcome.reason == sandbox.CANCELLED
+    assert len(held) == 3 and outcome.reason == sandbox.CANCELLED, outcome
     assert _living(marker) == []
 
 
