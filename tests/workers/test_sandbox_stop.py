@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is n
 # Three processes holding 1 GiB each: when the job is stopped the kernel takes a while to free their
 # memory, and the sandbox's PID namespace init ends only after them.
 HOLDERS = """
-import os, sys, time
+import os, time
 for _ in range(2):
     if os.fork() == 0:
         break
