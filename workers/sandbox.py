@@ -386,11 +386,12 @@ def _stop(process: subprocess.Popen) -> None:
     init of the sandbox's PID namespace, kills every process in the namespace, and the init ends only
     once they all have; bwrap, which reaps it, then exits. (Killed first, bwrap would leave its init
     to finish dying on its own, after the caller was told the job had stopped.)"""
-    for child in _children(process.pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_WAIT_S)
+    if process.poll() is None:      # (once reaped, its pid may be another process's)
+        for child in _children(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=STOP_WAIT_S)
     _kill_group(process.pid)
     process.wait()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import wait_for
+from tests.app.helpers import Proc, processes, wait_for
 from workers import sandbox
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap is not available")
@@ -28,7 +28,7 @@ time.sleep(3600)
 def test_a_stopped_jobs_processes_have_all_ended_when_the_sandbox_returns():
     marker = uuid.uuid4().hex
     stop = threading.Event()
-    held: list[Path] = []
+    held: list[Proc] = []
 
     def stop_once_held() -> None:
         try:
@@ -45,33 +45,26 @@ def test_a_stopped_jobs_processes_have_all_ended_when_the_sandbox_returns():
     assert _living(marker) == []
 
 
-def _processes(marker: str):
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            cmdline = (stat.parent / "cmdline").read_bytes()
-            text = stat.read_text()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            yield stat.parent, text[text.rindex(")") + 2]
+def _job(marker: str) -> list[Proc]:
+    """The job's processes, bwrap's included: those whose command line holds the marker."""
+    return [p for p in processes().values() if marker.encode() in _read(Path(f"/proc/{p.pid}/cmdline"))]
 
 
-def _holding(marker: str) -> list[Path]:
+def _holding(marker: str) -> list[Proc]:
     """The job's processes that hold their gibibyte."""
-    return [proc for proc, _ in _processes(marker)
-            if "VmRSS" in (status := _read(proc / "status")) and _rss_kib(status) > 1 << 20]
+    return [p for p in _job(marker) if _rss_kib(_read(Path(f"/proc/{p.pid}/status"))) > 1 << 20]
 
 
-def _living(marker: str) -> list[str]:
-    return [f"{proc.name} ({state})" for proc, state in _processes(marker) if state not in "ZX"]
+def _living(marker: str) -> list[Proc]:
+    return [p for p in _job(marker) if p.living]
 
 
-def _read(path: Path) -> str:
+def _read(path: Path) -> bytes:
     try:
-        return path.read_text()
+        return path.read_bytes()
     except OSError:
-        return ""
+        return b""
 
 
-def _rss_kib(status: str) -> int:
-    return int(status.split("VmRSS:")[1].split()[0])
+def _rss_kib(status: bytes) -> int:
+    return int(status.split(b"VmRSS:")[1].split()[0]) if b"VmRSS:" in status else 0
