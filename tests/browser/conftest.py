@@ -1,5 +1,5 @@
-"""Headless Chromium for the browser tests: one browser for the tests of this package, a fresh context
-and page per test (so localStorage starts empty). Debian's Chromium is used; never `playwright install`."""
+"""Headless Chromium for the browser tests: one browser for the tests of this package, a blank page of a
+context of its own per test (its cookies and localStorage empty), kept between tests (`PagePool`). Debian's Chromium is used; never `playwright install`."""
 
 from __future__ import annotations
 
@@ -32,23 +32,104 @@ def browser():
         browser.close()
 
 
-def open_page(browser, width: int, height: int, who: str = "the page"):
-    """A page in a browser context of its own (its own localStorage); JavaScript errors fail the test.
-    A generator: use it from a fixture with `yield from`."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
+class PagePool:
+    """Pages kept for the next test, each in a browser context of its own: a page opened again costs
+    less than half of a new context's (its renderer process and context are kept: ~1.0 CPU-s against
+    ~2.3 for a lesson page, docs/benchmarks.md, "The test suite on two cores"). A page comes back
+    blank: its cookies and every origin's storage it visited cleared, its routes and other tabs gone.
+    A listener a test adds stays on the page: remove it, or open a context of your own."""
+
+    def __init__(self, browser):
+        self._browser = browser
+        self._idle: list = []
+        self._visited: dict = {}   # page → the origins it has been on
+
+    def take(self, width: int, height: int):
+        page = self._idle.pop() if self._idle else self._new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        return page
+
+    def _new_page(self):
+        context = self._browser.new_context()
+        context.set_default_timeout(15_000)
+        page = context.new_page()
+        origins = self._visited[page] = set()
+        page.on("framenavigated", lambda frame: origins.add(_origin(frame.url)) if frame.parent_frame is None else None)
+        return page
+
+    def give_back(self, page) -> None:
+        """Blank the page and keep it; close it if it cannot be blanked (closed, crashed, hung)."""
+        try:
+            self._blank(page)
+        except sync_api.Error:
+            page.context.close()
+            self._visited.pop(page, None)
+            return
+        self._idle.append(page)
+
+    def _blank(self, page) -> None:
+        context = page.context
+        for other in context.pages:
+            if other is not page:
+                other.close()
+        page.unroute_all(behavior="ignoreErrors")
+        context.unroute_all(behavior="ignoreErrors")
+        page.goto("about:blank")
+        context.clear_cookies()
+        cdp = context.new_cdp_session(page)
+        for origin in self._visited[page] - {None}:
+            cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+        cdp.detach()
+        self._visited[page].clear()
+
+    def close(self) -> None:
+        for page in self._idle:
+            page.context.close()
+
+
+def _origin(url: str) -> str | None:
+    match = re.match(r"(https?://[^/]+)", url)
+    return match.group(1) if match else None
+
+
+@pytest.fixture(scope="package")
+def pages(browser):
+    pool = PagePool(browser)
+    yield pool
+    pool.close()
+
+
+def open_page(pages: PagePool, width: int, height: int, who: str = "the page"):
+    """A page of its own context (its own cookies and localStorage, empty), from `pages`; JavaScript
+    errors fail the test. A generator: use it from a fixture with `yield from`."""
+    page = pages.take(width, height)
     errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    on_error = lambda exc: errors.append(str(exc))   # noqa: E731
+    page.on("pageerror", on_error)
     yield page
-    context.close()
+    page.remove_listener("pageerror", on_error)
+    pages.give_back(page)
     assert not errors, f"JavaScript errors on {who}: {errors}"
 
 
 @pytest.fixture
-def page(browser):
+def page(pages):
     """A page 1400×900 (a projector-ish laptop screen). JavaScript errors fail the test."""
-    yield from open_page(browser, 1400, 900)
+    yield from open_page(pages, 1400, 900)
+
+
+@pytest.fixture
+def sized_page(pages):
+    """`sized_page(width, height)`: a page of that size for the test (more than one if it asks);
+    JavaScript errors fail the test."""
+    opened = []
+
+    def take(width: int, height: int):
+        opened.append(open_page(pages, width, height, f"the {width}×{height} page"))
+        return next(opened[-1])
+    yield take
+    for page in opened:
+        next(page, None)
 
 
 def counter(page):

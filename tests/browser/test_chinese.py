@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import counter, open_page
 from tests.browser.untranslated import LESSONS, present, run_from_page, scrub_to, switch_to_chinese, untranslated
@@ -27,13 +27,13 @@ def assert_chinese(page: Page, server, place: str) -> None:
 
 
 @pytest.fixture
-def follower(browser: Browser):
-    yield from open_page(browser, 1200, 800, "the follower's page")
+def follower(pages):
+    yield from open_page(pages, 1200, 800, "the follower's page")
 
 
 @pytest.fixture
-def admin_page(browser: Browser):
-    yield from open_page(browser, 1400, 900, "the admin's page")
+def admin_page(pages):
+    yield from open_page(pages, 1400, 900, "the admin's page")
 
 
 def test_a_pipeline_run_and_a_refused_one_in_chinese(page: Page, server):

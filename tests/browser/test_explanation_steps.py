@@ -20,9 +20,8 @@ def first_seq(events: list[dict], **fields) -> int:
 
 
 @pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)])
-def test_the_section_about_the_current_phase_is_highlighted(browser, server, size):
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    page: Page = context.new_page()
+def test_the_section_about_the_current_phase_is_highlighted(sized_page, server, size):
+    page: Page = sized_page(*size)
     run = server.run("pp", 2, {"microbatches": 4, "delay_ms": 0})
     assert run["status"] == "done", run["error"]
     events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
@@ -43,15 +42,13 @@ def test_the_section_about_the_current_phase_is_highlighted(browser, server, siz
         expect(now).to_have_count(1)
         expect(heading(text)).to_have_class(re.compile(r"\bexplaining\b"))
     expect(page.locator("#explanation .explaining").first).to_be_visible()
-    context.close()
 
 
-def test_in_chinese_the_ring_lesson_highlights_the_algorithm_running(browser, server):
+def test_in_chinese_the_ring_lesson_highlights_the_algorithm_running(sized_page, server):
     """Every lesson links its text to its run, in either language: ring_allreduce's two algorithms."""
     from tests.browser.untranslated import switch_to_chinese
 
-    context = browser.new_context(viewport={"width": 1600, "height": 900})
-    page: Page = context.new_page()
+    page: Page = sized_page(1600, 900)
     run = server.run("ring_allreduce", 4, {})
     assert run["status"] == "done", run["error"]
     events = [json.loads(line) for line in web.get(f"{server.url}/api/runs/{run['id']}/events").text.splitlines() if line]
@@ -65,4 +62,3 @@ def test_in_chinese_the_ring_lesson_highlights_the_algorithm_running(browser, se
         page.locator("#scrubber input[type=range]").fill(str(seq))
         expect(seq_counter).to_have_text(re.compile(rf"\b{seq} / {run['events']}"))
         expect(page.locator("#explanation [data-explains].explaining")).to_have_text(text)
-    context.close()

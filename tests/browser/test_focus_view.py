@@ -16,11 +16,10 @@ FOCUSED = re.compile(r"\bfocused\b")
 
 
 @pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)])
-def test_a_focused_panel_fills_the_screen_and_keys_still_step(browser, server, size):
+def test_a_focused_panel_fills_the_screen_and_keys_still_step(sized_page, server, size):
     run = server.run("collectives", 4)
     assert run["status"] == "done", run["error"]
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    page: Page = context.new_page()
+    page: Page = sized_page(*size)
     page.goto(f"{server.url}/lessons/collectives?run={run['id']}")
     seq_counter = counter(page)
     expect(seq_counter).to_have_text(f"seq {run['events']} / {run['events']}")
@@ -46,4 +45,3 @@ def test_a_focused_panel_fills_the_screen_and_keys_still_step(browser, server, s
     expect(panel).to_have_class(FOCUSED)
     page.keyboard.press("z")
     expect(page.locator(".panel.focused")).to_have_count(0)
-    context.close()

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def small_page(browser):
-    yield from open_page(browser, 1280, 720)
+def small_page(pages):
+    yield from open_page(pages, 1280, 720)
 
 
 def test_a_hang_counts_down_then_reports_in_words(small_page: Page, server):

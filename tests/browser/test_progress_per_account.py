@@ -32,8 +32,8 @@ def sign_in_as_ada(page, url: str) -> None:
     page.wait_for_url(lambda u: "/login" not in u)
 
 
-def test_progress_follows_the_learner_to_another_browser(lab, browser):
-    laptop_pages, phone_pages = open_page(browser, 1400, 900, "the laptop"), open_page(browser, 1400, 900, "the phone")
+def test_progress_follows_the_learner_to_another_browser(lab, pages):
+    laptop_pages, phone_pages = open_page(pages, 1400, 900, "the laptop"), open_page(pages, 1400, 900, "the phone")
     laptop, phone = next(laptop_pages), next(phone_pages)
 
     laptop.goto(lab.url + "/login")                   # a run seen to its end here before signing in
@@ -52,5 +52,5 @@ def test_progress_follows_the_learner_to_another_browser(lab, browser):
     card = phone.locator('.lesson-card[data-card="collectives"]')
     expect(card.locator(".lesson-progress")).to_have_text(f"✓ ran · 1 of {count} questions answered")
     expect(phone.locator('.lesson-card[data-card="tp_mlp"] .lesson-progress')).to_be_hidden()
-    for pages in (laptop_pages, phone_pages):
-        next(pages, None)
+    for opened in (laptop_pages, phone_pages):
+        next(opened, None)

@@ -29,9 +29,9 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def follower(browser: Browser):
+def follower(pages):
     """A second person: their own browser context (own localStorage), JavaScript errors fail the test."""
-    yield from open_page(browser, 1200, 800, "the follower's page")
+    yield from open_page(pages, 1200, 800, "the follower's page")
 
 
 def test_presenter_and_follower_in_step(page: Page, follower: Page, server):

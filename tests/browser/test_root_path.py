@@ -17,8 +17,10 @@ def test_the_pages_work_under_the_path(server_factory, page):
     live = server_factory(None, "--root-path", PREFIX)
     failed = []
     lecture_mode = f"{PREFIX}/api/progress"       # 404 in the lecture mode by design: progress stays in the browser
-    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 and lecture_mode not in r.url else None)
-    page.on("requestfailed", lambda r: failed.append(f"failed {r.url}") if lecture_mode not in r.url else None)
+    listeners = {"response": lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 and lecture_mode not in r.url else None,
+                 "requestfailed": lambda r: failed.append(f"failed {r.url}") if lecture_mode not in r.url else None}
+    for event, listener in listeners.items():
+        page.on(event, listener)
     with PrefixProxy(PREFIX, live.port) as proxy:
         page.goto(proxy.url + "/")
         lesson = page.locator(f'a[href="{PREFIX}/lessons/collectives"]')
@@ -32,4 +34,6 @@ def test_the_pages_work_under_the_path(server_factory, page):
             page.locator('[data-action="lang"][data-lang="zh"]').click()      # a language's words, fetched,
         assert words.value.status == 200                                       # then the lesson's in it
         assert texts.value.status == 200
+    for event, listener in listeners.items():     # the page goes on to the next test
+        page.remove_listener(event, listener)
     assert failed == [], failed
