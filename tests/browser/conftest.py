@@ -1,5 +1,6 @@
 """Headless Chromium for the browser tests: one browser for the tests of this package, a blank page of a
-context of its own per test (its cookies and localStorage empty), kept between tests (`PagePool`). Debian's Chromium is used; never `playwright install`."""
+context of its own per test (its cookies and storage empty), kept between tests (`PagePool`). Debian's
+Chromium is used; never `playwright install`."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ class PagePool:
     """Pages kept for the next test, each in a browser context of its own: a page opened again costs
     less than half of a new context's (its renderer process and context are kept: ~1.0 CPU-s against
     ~2.3 for a lesson page, docs/benchmarks.md, "The test suite on two cores"). A page comes back
-    blank: its cookies and every origin's storage it visited cleared, its routes and other tabs gone.
+    blank: its cookies and the storage (local and the tab's session storage) of every origin it visited
+    cleared, its routes and other tabs gone.
     A listener a test adds stays on the page: remove it, or open a context of your own."""
 
     def __init__(self, browser):

@@ -10,6 +10,7 @@ def test_a_page_given_back_is_blank_when_taken_again(pages, server):
     page = pages.take(800, 600)
     page.goto(server.url + "/")
     page.evaluate("localStorage.setItem('paralab:lang', 'zh')")
+    page.evaluate("sessionStorage.setItem('paralab:room-secret:ABCDEFGH', 'presenter')")   # the tab's: kept by a goto
     assert page.evaluate("localStorage.getItem('paralab:lang')") == "zh"
     page.context.add_cookies([{"name": "paralab_session", "value": "left-over", "url": server.url}])
     page.route("**/api/**", lambda route: route.abort())
@@ -21,6 +22,7 @@ def test_a_page_given_back_is_blank_when_taken_again(pages, server):
     assert again.url == "about:blank" and again.context.pages == [again]
     again.goto(server.url + "/")
     assert again.evaluate("localStorage.getItem('paralab:lang')") is None
+    assert again.evaluate("sessionStorage.getItem('paralab:room-secret:ABCDEFGH')") is None
     assert again.context.cookies() == []
     assert again.evaluate("fetch('/api/lessons').then((r) => r.status)") == 200    # its routes gone
     assert again.viewport_size == {"width": 1400, "height": 900}
