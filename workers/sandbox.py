@@ -291,11 +291,11 @@ def run(argv: list[str], files: dict[str, bytes], limits: Limits = Limits(),
 def supervise(process: subprocess.Popen, limits: Limits, stop: threading.Event | None,
               watch_memory: bool = False, keep: int = OUTPUT_TAIL_BYTES, cgroups: JobCgroups | None = None) -> Outcome:
     """Collect the output of `process`, started in a session of its own, until it ends. It and what it
-    started (its children, then its process group: `_stop`) are killed when it ends, when its wall clock runs out, when (`watch_memory`) its
-    processes together hold more than the job's memory, when its `cgroups` count a limit hit (a
-    rank killed for memory: the others would wait for it until the clock runs out), or as soon as
-    `stop` is set (the sandbox's PID namespace goes with it). Only the last `keep` bytes of each
-    stream are kept."""
+    started (its children, then its process group: `_stop`) are killed when it ends, when its wall
+    clock runs out, when (`watch_memory`) its processes together hold more than the job's memory, when
+    its `cgroups` count a limit hit (a rank killed for memory: the others would wait for it until the
+    clock runs out), or as soon as `stop` is set (the sandbox's PID namespace goes with it). Only the
+    last `keep` bytes of each stream are kept."""
     tails = {"stdout": Tail(keep), "stderr": Tail(keep)}
     readers = [threading.Thread(target=tails[name].read_all, args=(getattr(process, name),), daemon=True)
                for name in tails]

@@ -4,6 +4,7 @@ Chromium is used; never `playwright install`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -108,9 +109,11 @@ def open_page(pages: PagePool, width: int, height: int, who: str = "the page"):
     errors: list[str] = []
     on_error = lambda exc: errors.append(str(exc))   # noqa: E731
     page.on("pageerror", on_error)
-    yield page
-    page.remove_listener("pageerror", on_error)
-    pages.give_back(page)
+    try:
+        yield page
+    finally:
+        page.remove_listener("pageerror", on_error)
+        pages.give_back(page)
     assert not errors, f"JavaScript errors on {who}: {errors}"
 
 
@@ -122,16 +125,11 @@ def page(pages):
 
 @pytest.fixture
 def sized_page(pages):
-    """`sized_page(width, height)`: a page of that size for the test (more than one if it asks);
-    JavaScript errors fail the test."""
-    opened = []
-
-    def take(width: int, height: int):
-        opened.append(open_page(pages, width, height, f"the {width}×{height} page"))
-        return next(opened[-1])
-    yield take
-    for page in opened:
-        next(page, None)
+    """`sized_page(width, height)`: a page of that size for the test (more than one if it asks), each
+    given back at the end even when another's JavaScript errors fail the test."""
+    with contextlib.ExitStack() as opened:
+        yield lambda width, height: opened.enter_context(
+            contextlib.contextmanager(open_page)(pages, width, height, f"the {width}×{height} page"))
 
 
 def counter(page):
