@@ -3,6 +3,7 @@ its own data dir and the tests' extra lessons), and helpers to start runs and wa
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import socket
@@ -88,6 +89,22 @@ def group_by_module(items) -> None:
         groups[item.path] = shared[0] if shared else groups.get(item.path, str(item.path.relative_to(REPO)))
     for item in items:
         item.add_marker(pytest.mark.xdist_group(groups[item.path]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Outside tests/browser, the thread's event loop is not marked running — from the first fixture a
+    test sets up to the last it tears down — so that its `asyncio.run` works: Playwright's sync API marks
+    its own loop so while the browser lives (the whole session, tests/browser/conftest.py)."""
+    playwright_loop = asyncio.events._get_running_loop()
+    hide = playwright_loop is not None and not item.path.is_relative_to(BROWSER_TESTS)
+    if hide:
+        asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        if hide and playwright_loop.is_running():   # not when this test's teardown closed the browser
+            asyncio.events._set_running_loop(playwright_loop)
 
 
 @functools.cache

@@ -4,6 +4,7 @@ Chromium is used; never `playwright install`."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -21,16 +22,22 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync"]
 
 
-# Package scope, not session: while Playwright's sync API is running, the main thread's event loop is
-# marked running, and every later `asyncio.run` (the hub's and rooms' tests) would fail. The browser
-# goes when the last browser test is done, whatever runs after it.
-@pytest.fixture(scope="package")
+# One browser for the whole session (each pytest-xdist worker's): a browser launched again costs ~9 CPU-s
+# (Chromium's browser, GPU and zygote processes, Playwright's driver) and its pages. While Playwright's
+# sync API lives, the main thread's event loop is marked running: tests/conftest.py hides that mark while
+# a test outside this package runs, so its `asyncio.run` (the hub's, the rooms') still works.
+@pytest.fixture(scope="session")
 def browser():
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"no Chromium at {CHROMIUM} (install Debian's chromium; never `playwright install`)")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        playwright_loop = asyncio.events._get_running_loop()
         yield browser
+        # The session may end on another package's test, which hid the loop's mark and, running its own
+        # loop, left the thread without a current one: Playwright's ending needs both.
+        asyncio.events._set_running_loop(playwright_loop)
+        asyncio.set_event_loop(playwright_loop)
         browser.close()
 
 
@@ -85,21 +92,15 @@ class PagePool:
         cdp.detach()
         self._visited[page].clear()
 
-    def close(self) -> None:
-        for page in self._idle:
-            page.context.close()
-
-
 def _origin(url: str) -> str | None:
     match = re.match(r"(https?://[^/]+)", url)
     return match.group(1) if match else None
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def pages(browser):
-    pool = PagePool(browser)
-    yield pool
-    pool.close()
+    """The session's pool (its contexts close with the browser)."""
+    return PagePool(browser)
 
 
 def open_page(pages: PagePool, width: int, height: int, who: str = "the page"):

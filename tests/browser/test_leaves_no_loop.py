@@ -1,6 +1,7 @@
 """The browser tests leave nothing behind for the tests after them. Playwright's sync API marks the main
-thread's event loop as running while it lives; the browser fixture ends with the browser tests, so a
-test that calls asyncio.run (the hub's) still runs after them in the same pytest process."""
+thread's event loop as running while it lives, which is the whole session (one browser per pytest
+process); tests/conftest.py hides the mark from the tests outside tests/browser, so a test that calls
+asyncio.run (the hub's) still runs after a browser test in the same pytest process."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ window.attack = async (server, ws) => {
 
 @contextmanager
 def chromium_with(shared, *args: str):
-    """A browser of its own, with extra switches (the package's shared one has none), from the same Playwright."""
+    """A browser of its own, with extra switches (the session's shared one has none), from the same Playwright."""
     browser = shared.browser_type.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *args])
     try:
         yield browser.new_page()
