@@ -92,6 +92,7 @@ class PagePool:
         cdp.detach()
         self._visited[page].clear()
 
+
 def _origin(url: str) -> str | None:
     match = re.match(r"(https?://[^/]+)", url)
     return match.group(1) if match else None
