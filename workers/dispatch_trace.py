@@ -156,7 +156,7 @@ _FUNCOL_OPS = {
 def _table() -> dict:
     """Every traced op overload, by the op object torch dispatches (one dict lookup per op). Built
     once, at import (in the warm launcher: a traced rank's install would spend 2–3 ms on it); the
-    namespaces are torch's own, all registered by then (this module imports DTensor's)."""
+    namespaces are torch's own, all registered when torch is imported (DTensor's too: its ops are C++)."""
     table = {}
     for namespace, ops in (("c10d", _C10D_OPS), ("_c10d_functional", _FUNCOL_OPS),
                            ("_c10d_functional_autograd", _FUNCOL_OPS), ("_dtensor", _FUNCOL_OPS)):
