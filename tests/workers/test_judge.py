@@ -116,7 +116,7 @@ def test_without_a_sandbox_learner_code_is_refused_unless_the_operator_allows_it
 
 # each attempt to forge a verdict (issue #10), as a learner would submit it, and what the verdict must say
 ATTACKS = {
-    "attack_fake_checks.py": "rank 0 ended without reporting",
+    "attack_fake_checks.py": "ended without reporting",  # which rank: timing (one still meeting a gone peer echoes)
     "attack_patch_check.py": None,                        # runs; the checks outside fail it
     "attack_rewrite_results.py": None,
     "attack_import_reference.py": "your code raised while loading",
