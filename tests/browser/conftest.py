@@ -1,5 +1,5 @@
-"""Headless Chromium for the browser tests: one browser for the tests of this package, a blank page of a
-context of its own per test (its cookies and storage empty), kept between tests (`PagePool`). Debian's
+"""Headless Chromium for the browser tests: one browser for the whole session (each pytest-xdist worker's), a
+blank page of a context of its own per test (its cookies and storage empty), kept between tests (`PagePool`). Debian's
 Chromium is used; never `playwright install`."""
 
 from __future__ import annotations
