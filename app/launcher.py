@@ -31,6 +31,7 @@ class Launcher:
         self._reader: asyncio.Task | None = None
         self._pending: dict[int, tuple] = {}            # request id → (the launcher process asked, its reply to come)
         self._checked: dict[str, list[tuple[str, str]]] = {}   # a lesson's torch-side rules, answered before
+        self._choices: dict[str, dict[str, list]] = {}          # by lesson: values only torch knows, answered before
         self._next_id = 0
         self.info: dict = {}
         self.command = [sys.executable, "-m", "workers.launcher"]
@@ -145,6 +146,13 @@ class Launcher:
                 self._checked.pop(next(iter(self._checked)))
             self._checked[key] = [tuple(problem) for problem in reply["problems"]]
         return self._checked[key]
+
+    async def choices(self, lesson: str) -> dict[str, list]:
+        """Values of the lesson's fields that only torch knows (e.g. the schedules this torch ships), by
+        field; asked of the launcher once (it imports what they need then, not at its start)."""
+        if lesson not in self._choices:
+            self._choices[lesson] = (await self._ask({"choices": lesson}))["choices"]
+        return self._choices[lesson]
 
     async def stop(self) -> None:
         if self._starting is not None and not self._starting.done():

@@ -47,6 +47,7 @@ SLOW_TESTS = {
     "tests/workers/test_p2p.py",
     "tests/workers/test_supervisor.py::test_a_rank_that_raises_before_its_channel_opens_says_so_on_its_output",
     "tests/workers/test_traced_job.py",
+    "tests/workers/test_warm.py",
     "tests/workers/test_judge.py::test_unsandboxed_code_does_not_get_the_servers_environment",
     "tests/workers/test_judge.py::test_the_warm_checker_forks_each_check_and_outlives_a_kill",
     "tests/workers/test_judge.py::test_a_deadlock_is_stopped_early_with_the_hang_report_naming_ranks_calls_and_lines",

@@ -1,5 +1,6 @@
-"""The warm launcher: a process that has imported torch and the lessons once, then forks a fresh set
-of rank processes for each run, so no run pays torch's import and no run reuses another's process.
+"""The warm launcher: a process that has imported torch once, then forks a fresh set of rank processes
+for each run, so no run pays torch's import and no run reuses another's process. A lesson's program is
+imported here at the lesson's first run, before its ranks are forked (workers/warm.py).
 Where forking after importing torch is unsafe (macOS; or PARALAB_START_METHOD=spawn), it keeps a
 slot of spawned standby ranks warm instead (workers/slot.py).
 
@@ -7,8 +8,9 @@ Protocol on stdin/stdout, one JSON object per line; every request carries an `id
 the same `id`, so a reply can never be taken for another request's:
     → {"id": n, "launch": <LaunchRequest>}     ← {"id": n, "run_id": …, "pid": <supervisor pid = process group>}
     → {"id": n, "check": {"lesson", "world_size", "params"}}   ← {"id": n, "problems": [[field, message], …]}
+    → {"id": n, "choices": lesson}             ← {"id": n, "choices": {field: [values]}}   values only torch knows
     ← {"id": n, "error": "…"}                  a request that failed; the launcher goes on
-    ← {"ready": true, "torch": …, "devices": n, "choices": {lesson: {field: [values]}}}  once, at start
+    ← {"ready": true, "torch": …, "devices": n, "start_method": …}  once, at start
 A reply is at most MAX_REPLY_BYTES long (a longer one is replaced by an error saying so).
 
 The server starts it as `python -m workers.launcher` and stops it by closing stdin.
@@ -47,9 +49,8 @@ def main() -> None:
         start = supervisor.start
     else:
         start = SlotPool(int(os.environ.get("PARALAB_STANDBY_RANKS", "4"))).launch
-    choices = {lesson.id: lesson.runtime_choices() for lesson in LESSONS.values() if lesson.runtime_rules}
     _reply({"ready": True, "torch": warm.torch.__version__, "devices": warm.device_count(),
-            "start_method": method, "choices": choices})
+            "start_method": method})
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -60,7 +61,12 @@ def main() -> None:
             if "check" in message:
                 _reply({"id": request_id, "problems": _check(**message["check"])})
                 continue
+            if "choices" in message:
+                _reply({"id": request_id, "choices": LESSONS[message["choices"]].runtime_choices()})
+                continue
             request = LaunchRequest.from_json(message["launch"])
+            if method == "fork":
+                warm.load(LESSONS[request.lesson])
             _reply({"id": request_id, "run_id": request.run_id, "pid": start(request)})
         except Exception as exc:  # a bad request must not take the launcher down
             _reply({"id": request_id, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"})

@@ -22,6 +22,11 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+# What scripts use to parallelise: imported with this module, in the warm launcher at the first script
+# run (workers/warm.py), not again in each rank of each run.
+import torch.distributed.fsdp  # noqa: F401
+import torch.distributed.pipelining  # noqa: F401
+import torch.distributed.tensor.parallel  # noqa: F401
 
 from workers.channel import EventChannel
 from workers.gate import Gate
@@ -29,7 +34,7 @@ from workers.launch_request import LaunchRequest
 from workers.lessons import LESSONS
 from workers.protocol import Log, Rank
 from workers.tracer import Tracer
-import workers.dispatch_trace  # noqa: F401  Tracer.install's (it imports DTensor): in the warm process, not in each traced rank
+import workers.dispatch_trace  # noqa: F401  Tracer.install's: in the warm process, not in each traced rank
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MASTER_PORT_KEY = "script/master_port"

@@ -17,7 +17,7 @@ from workers.launch_request import LaunchRequest  # noqa: E402
 
 
 def main() -> None:
-    warm.warm_up()
+    warm.warm_up(every_lesson=True)
     from workers.rank import run_rank
 
     print("ready", flush=True)

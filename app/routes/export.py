@@ -15,13 +15,14 @@ import posixpath
 import re
 
 from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from app import i18n
 from app.deps import RunDep, RunManagerDep
-from app.routes.lessons import lesson_public
+from app.routes.lessons import known_choices, lesson_public
 from app.routes.runs import run_public
 from app.settings import REPO_ROOT
-from workers.lessons import LESSONS
+from workers.lessons import LESSONS, Lesson
 from workers.lessons.explain_steps import split_markers
 
 router = APIRouter(tags=["runs"])
@@ -67,11 +68,15 @@ def self_contained(html: str, recording: dict) -> str:
 
 
 @router.get("/api/runs/{run_id}/export.html")
-def export_run(run: RunDep, request: Request, manager: RunManagerDep, download: bool = True):
+async def export_run(run: RunDep, request: Request, manager: RunManagerDep, download: bool = True):
     """The run as one HTML file that replays offline, with the lesson page's views, scrubber and keys.
     `download=false` shows it in the browser instead of saving it."""
     lesson = LESSONS.get(run.lesson)
-    choices = manager.launcher.info.get("choices") if manager.launcher.ready else None
+    choices = await known_choices(manager.launcher, lesson) if lesson is not None else {}
+    return await run_in_threadpool(_export, run, request, manager, lesson, choices, download)   # files read, a page built
+
+
+def _export(run, request: Request, manager, lesson: Lesson | None, choices: dict, download: bool) -> Response:
     if lesson is not None:
         explanations = {lang: split_markers(lesson.explanation(lang))[0] for lang in i18n.languages()}   # without its markers
         about = {**lesson_public(lesson, choices), "explanations": explanations, "explanation": explanations["en"],
