@@ -46,6 +46,9 @@ class Run:
     remote: object | None = None        # on a Ray cluster: its ranks there (app/cluster.py's ClusterRun), not `pid`
     reports: list[dict] = field(default_factory=list)                # each node's supervisor's report so far
     reports_expected: int = 1                                        # one per node the run has ranks on
+    events_received: int = 0            # the ranks' events taken so far (held back by `order` or recorded)
+    tensor_bytes: int = 0               # full tensors' values stored so far
+    tensors_not_kept: int = 0           # full tensors past MAX_RUN_TENSOR_BYTES, not stored
 
     @property
     def final(self) -> bool:

@@ -1,8 +1,9 @@
 """The event port: each rank's (and each supervisor's) connection, after a hello naming the run and
 its token. A rank's event is checked against the protocol (a malformed one fails the run, unshown),
 held until what it depends on is recorded (app/causal.py), then recorded; a tensor blob (a frame: its
-line, then its raw values) is stored;
-the supervisor's report ends the run."""
+line, then its raw values) is stored; the supervisor's report ends the run. What a run may store is
+bounded, whatever its ranks send: past MAX_RUN_EVENTS events the run fails, and full tensors past
+MAX_RUN_TENSOR_BYTES are not kept (their previews are, in the events)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ from app.messages import run_error, say
 from app.run import Run
 from app.run_outcome import Outcome
 from app.run_store import RunStore
+from app.settings import Settings
 from workers.protocol import decode, frame_length, problem
 
 log = logging.getLogger("paralab.runs")
 
 
 class Ingest:
-    def __init__(self, store: RunStore, outcome: Outcome, spawn: Callable):
+    def __init__(self, settings: Settings, store: RunStore, outcome: Outcome, spawn: Callable):
+        self.settings = settings
         self.store = store
         self.outcome = outcome
         self.spawn = spawn              # starts a task the manager keeps (and cancels when it stops)
@@ -73,10 +76,16 @@ class Ingest:
         if run.final:
             return
         if "blob" in message:
-            self.store.save_tensor(run, message)
+            self._keep_tensor(run, message)
         elif "supervisor" in message:
             self._supervisor_report(run, message)
+        elif run.events_received >= self.settings.MAX_RUN_EVENTS:
+            self.outcome.kill(run)
+            self.outcome.finish(run, "failed", run_error("limit", say(
+                "run.too_many_events", "the ranks sent more than {limit} events, the most a run may record: stopped",
+                limit=self.settings.MAX_RUN_EVENTS), rank=rank))
         else:
+            run.events_received += 1
             sent = message.get("rank")
             message["rank"] = rank   # a rank speaks only for itself
             as_sent = line if type(sent) is int and sent == rank else None   # else the line is not what is checked
@@ -87,6 +96,19 @@ class Ingest:
                 return
             run.last_event_at = time.monotonic()
             self.outcome.record_all(run, run.order.admit(message))
+
+    def _keep_tensor(self, run: Run, blob: dict) -> None:
+        """Stored while the run's full tensors stay within MAX_RUN_TENSOR_BYTES; past it, not kept (the
+        page shows the tensor's preview, and its block means where the preview averages)."""
+        data = blob.get("data")
+        size = len(data) if isinstance(data, (bytes, bytearray, str)) else 0
+        if run.tensor_bytes + size > self.settings.MAX_RUN_TENSOR_BYTES:
+            if not run.tensors_not_kept:
+                log.info("run %s: full tensors past %d bytes are not kept", run.id, self.settings.MAX_RUN_TENSOR_BYTES)
+            run.tensors_not_kept += 1
+            return
+        run.tensor_bytes += size
+        self.store.save_tensor(run, blob)
 
     def _supervisor_report(self, run: Run, report: dict) -> None:
         """A supervisor's report. On a cluster each node's supervisor reports its own ranks: the run is

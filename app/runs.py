@@ -34,7 +34,7 @@ class RunManager:
         self._tasks: set[asyncio.Task] = set()
         self.store = RunStore(settings, hub)
         self.outcome = Outcome(settings, self.store, on_end=self._ended)
-        self.ingest = Ingest(self.store, self.outcome, self._spawn)
+        self.ingest = Ingest(settings, self.store, self.outcome, self._spawn)
         self.queue = RunQueue(settings, self.store, self.outcome, self.launcher, lambda: self.ingest.address, self._spawn,
                               cluster=self.cluster)
         self.steps = StepControl(settings, self.store)

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     STEP_IDLE_LIMIT_S: float = Field(300.0, gt=0)         # a step-mode run waiting this long for a person: ended
     CONTROL_RATE_PER_S: float = Field(10.0, gt=0)         # step/pause/continue per run per second (bursts of 2×)
     MAX_RANK_OUTPUT_BYTES: int = Field(8 * 1024, ge=256, le=12 * 1024)  # the tail of each rank's prints kept (an event)
+    # what one run may store: a user's own script could loop a collective until its time limit
+    MAX_RUN_EVENTS: int = Field(50_000, ge=100)           # a run's ranks sending more: it fails (`error.kind` `limit`)
+    MAX_RUN_TENSOR_BYTES: int = Field(256 * 1024 * 1024, ge=0)  # full tensors past this are not kept (previews are)
     ALLOWED_HOSTS: str = ""                               # names (besides IPs, localhost) by which a run of one's own code may come
     TRUSTED_PROXIES: str = ""                             # addresses whose X-Forwarded-For/-Proto are believed ("*": any)
     SECURE_COOKIES: Literal["auto", "on", "off"] = "auto"  # auto: Secure when the request came over HTTPS

@@ -29,7 +29,7 @@ BROWSER_TESTS = REPO / "tests" / "browser"
 # run for its module), when it is a parametrized test on the live server past its first case (every
 # case is a real run: the fast loop runs one of each), or when it is listed here, by file or by
 # file::test (measured with --durations: several seconds).
-SLOW_FIXTURES = {"server_factory", "limited_server", "lab", "spawn_server", "finished", "every_lesson_logs", "planted_server"}
+SLOW_FIXTURES = {"server_factory", "limited_server", "bounded_server", "lab", "spawn_server", "finished", "every_lesson_logs", "planted_server"}
 SLOW_TESTS = {
     "tests/app/test_hangs.py",                  # every bug waits for the hang timeout (10 s)
     "tests/app/test_pp_lesson.py::test_measured_bubble_is_the_formulas",
