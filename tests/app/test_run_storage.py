@@ -1,4 +1,4 @@
-"""What one run may store is bounded_server, whatever its ranks send: a program looping a collective until its
+"""What one run may store is bounded, whatever its ranks send: a program looping a collective until its
 time limit would otherwise write gigabytes of events and tensors (a hosted lab's disk, the server's
 memory). Past `PARALAB_MAX_RUN_EVENTS` the run is stopped and fails saying why; full tensors past
 `PARALAB_MAX_RUN_TENSOR_BYTES` are not kept, their previews are, and the run ends as it would have."""
@@ -18,7 +18,7 @@ MAX_TENSOR_BYTES = 256 * 1024          # room for 8 full tensors of 8,192 float3
 
 @pytest.fixture(scope="module")
 def bounded_server(tmp_path_factory):
-    live = LiveServer(tmp_path_factory.mktemp("paralab-bounded_server"), env={
+    live = LiveServer(tmp_path_factory.mktemp("paralab-bounded"), env={
         "PARALAB_MAX_RUN_EVENTS": str(MAX_EVENTS), "PARALAB_MAX_RUN_TENSOR_BYTES": str(MAX_TENSOR_BYTES)}).start()
     yield live
     live.stop()
