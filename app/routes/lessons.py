@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
 
 from app.deps import RunManagerDep
 from app.launcher import Launcher, LauncherError
@@ -39,18 +40,23 @@ async def known_choices(launcher: Launcher, lesson: Lesson) -> dict[str, list]:
 @router.get("", response_model=list[LessonPublic])
 async def read_lessons(manager: RunManagerDep):
     """Every lesson, with its parameters' JSON schema and allowed world sizes."""
-    return [lesson_public(lesson, await known_choices(manager.launcher, lesson)) for lesson in LESSONS.values()]
+    choices = {lesson.id: await known_choices(manager.launcher, lesson) for lesson in LESSONS.values()}
+    return await run_in_threadpool(lambda: [lesson_public(lesson, choices[lesson.id]) for lesson in LESSONS.values()])
 
 
 @router.get("/{lesson_id}", response_model=LessonDetail)
 async def read_lesson(lesson_id: str, manager: RunManagerDep,
-                lang: Annotated[str, Query(max_length=16, pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$",
-                                           description="a language code: en, zh, …")] = "en"):
+                      lang: Annotated[str, Query(max_length=16, pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$",
+                                                 description="a language code: en, zh, …")] = "en"):
     """One lesson, with the source files the page shows and its explanation."""
     lesson = LESSONS.get(lesson_id)
     if lesson is None:
         raise Refusal(404, say("lesson.not_found", "no lesson '{lesson}'; known: {known}", lesson=lesson_id, known=", ".join(LESSONS)))
+    choices = await known_choices(manager.launcher, lesson)
+    return await run_in_threadpool(_lesson_detail, lesson, choices, lang)   # its files read
+
+
+def _lesson_detail(lesson: Lesson, choices: dict[str, list], lang: str) -> dict:
     sources = [{"path": path, "text": text} for path, text in lesson.source_files()]
     explanation, steps = split_markers(lesson.explanation(lang))
-    return {**lesson_public(lesson, await known_choices(manager.launcher, lesson)), "sources": sources, "explanation": explanation,
-            "explanation_steps": steps}
+    return {**lesson_public(lesson, choices), "sources": sources, "explanation": explanation, "explanation_steps": steps}
