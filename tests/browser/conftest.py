@@ -54,9 +54,13 @@ class PagePool:
         self._idle: list = []
         self._visited: dict = {}   # page → the origins it has been on
 
-    def take(self, width: int, height: int):
+    def take(self, width: int, height: int, motion: bool = False):
+        """A page of that size that asks for reduced motion unless `motion`: the page's endless
+        animations (a running run's spinner, a collective's moving packets, a blocked rank's pulse)
+        repaint it 60 times a second while a test waits: about a tenth of the browser tests' CPU."""
         page = self._idle.pop() if self._idle else self._new_page()
         page.set_viewport_size({"width": width, "height": height})
+        page.emulate_media(reduced_motion="no-preference" if motion else "reduce")
         return page
 
     def _new_page(self):
@@ -104,10 +108,10 @@ def pages(browser):
     return PagePool(browser)
 
 
-def open_page(pages: PagePool, width: int, height: int, who: str = "the page"):
+def open_page(pages: PagePool, width: int, height: int, who: str = "the page", motion: bool = False):
     """A page of its own context (its own cookies and localStorage, empty), from `pages`; JavaScript
     errors fail the test. A generator: use it from a fixture with `yield from`."""
-    page = pages.take(width, height)
+    page = pages.take(width, height, motion)
     errors: list[str] = []
     on_error = lambda exc: errors.append(str(exc))   # noqa: E731
     page.on("pageerror", on_error)
@@ -123,6 +127,13 @@ def open_page(pages: PagePool, width: int, height: int, who: str = "the page"):
 def page(pages):
     """A page 1400×900 (a projector-ish laptop screen). JavaScript errors fail the test."""
     yield from open_page(pages, 1400, 900)
+
+
+@pytest.fixture
+def moving_page(pages):
+    """A `page` whose animations run, for the tests of what moves: the other pages ask for reduced
+    motion (`PagePool.take`), which the page honours by drawing no packets and no flying values."""
+    yield from open_page(pages, 1400, 900, motion=True)
 
 
 @pytest.fixture

@@ -142,7 +142,8 @@ def test_scrubber_and_keyboard_step_through_the_log(page: Page, server):
     assert counter(page).inner_text() == paused_at
 
 
-def test_collectives_are_drawn_differently(page: Page, server):
+def test_collectives_are_drawn_differently(moving_page: Page, server):
+    page = moving_page
     run = server.run("sp_mlp", 4)
     events = events_of(server, run["id"])
     open_run(page, server, "sp_mlp", run)

@@ -29,7 +29,8 @@ def shown(row) -> list[float]:
     return [float(x) for x in row.locator(".value-number").all_text_contents()]
 
 
-def test_all_to_all_moves_chunk_j_of_rank_i_into_slot_i_of_rank_j(page: Page, server):
+def test_all_to_all_moves_chunk_j_of_rank_i_into_slot_i_of_rank_j(moving_page: Page, server):
+    page = moving_page
     world = 4
     run = server.run("collectives", world, {"op": "all_to_all"})
     assert run["status"] == "done", run["error"]
