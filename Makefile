@@ -20,10 +20,10 @@ install:
 install-test: install
 	$(PIP) install -q -e '.[test]'
 
-# Debian's chromium for the Playwright tests (never `playwright install`: it downloads a browser),
-# bubblewrap for the judge's sandbox, docker-compose to validate docker-compose.yml.
+# Debian's Chromium headless shell for the Playwright tests (never `playwright install`: it downloads a
+# browser), bubblewrap for the judge's sandbox, docker-compose to validate docker-compose.yml.
 system-deps:
-	@(command -v chromium && command -v bwrap && command -v docker-compose) >/dev/null || (apt-get update -q && apt-get install -y -q chromium bubblewrap docker-compose)
+	@(command -v chromium-headless-shell && command -v bwrap && command -v docker-compose) >/dev/null || (apt-get update -q && apt-get install -y -q chromium-headless-shell bubblewrap docker-compose)
 
 serve: install
 	$(PYTHON) -m app
