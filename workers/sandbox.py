@@ -343,11 +343,8 @@ def _wait(process: subprocess.Popen, limits: Limits, stop: threading.Event | Non
                 return f"memory limit ({limits.job_memory_mb} MiB)"
             if cgroups is not None and (hit := cgroups.limit_hit(limits)):
                 return hit
-        try:
-            process.wait(timeout=min(left, STOP_POLL_S))
+        if _exited(process, min(left, STOP_POLL_S)):
             return None
-        except subprocess.TimeoutExpired:
-            pass
     return f"wall-clock limit ({limits.wall_s:g} s)"
 
 
@@ -385,15 +382,35 @@ def _stop(process: subprocess.Popen) -> None:
     """Kill `process` and what it started, a sandbox from the inside out: killing bwrap's child, the
     init of the sandbox's PID namespace, kills every process in the namespace, and the init ends only
     once they all have; bwrap, which reaps it, then exits. (Killed first, bwrap would leave its init
-    to finish dying on its own, after the caller was told the job had stopped.)"""
-    if process.poll() is None:      # (once reaped, its pid may be another process's)
-        for child in _children(process.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=STOP_WAIT_S)
-    _kill_group(process.pid)
+    to finish dying on its own, after the caller was told the job had stopped.) Then its process group,
+    before `process` is reaped: until then its pid, the group's id, cannot be another process's."""
+    if process.returncode is None:
+        if not _exited(process, 0):
+            for child in _children(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
+            _exited(process, STOP_WAIT_S)
+        _kill_group(process.pid)
     process.wait()
+
+
+def _exited(process: subprocess.Popen, timeout: float) -> bool:
+    """Whether `process` has ended, waiting up to `timeout` seconds, without reaping it (as
+    `Popen.wait` would: its pid could then be given to a new process)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            if process.returncode is not None or os.waitid(
+                    os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:      # reaped by someone else
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        delay = min(delay * 2, left, 0.05)   # as Popen.wait's own polling
+        time.sleep(delay)
 
 
 def _children(pid: int) -> list[int]:

@@ -1,7 +1,10 @@
-"""A judged job stopped is gone, not dying, when its caller is told so."""
+"""A judged job stopped is gone, not dying, when its caller is told so; and what it left in its process
+group is killed while the group's id is still its leader's pid alone."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import uuid
 from pathlib import Path
@@ -43,6 +46,33 @@ def test_a_stopped_jobs_processes_have_all_ended_when_the_sandbox_returns():
     holding.join()
     assert len(held) == 3 and outcome.reason == sandbox.CANCELLED, outcome
     assert _living(marker) == []
+
+
+def test_what_a_job_leaves_in_its_group_is_killed_before_the_job_is_reaped(monkeypatch):
+    """A job that ends by itself leaving a process in its group: the group is killed while the job's
+    leader is still unreaped (a zombie), so its pid, which names the group, cannot yet be a new
+    process's."""
+    process = subprocess.Popen(["sh", "-c", "sleep 300 & echo $!"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    left = int(process.stdout.readline())
+    leader_states = []
+    kill_group = os.killpg
+
+    def killpg(pgid, sig):
+        leader_states.append(_state(process.pid))
+        kill_group(pgid, sig)
+
+    monkeypatch.setattr(sandbox.os, "killpg", killpg)
+    outcome = sandbox.supervise(process, sandbox.Limits(), None)
+    assert outcome.returncode == 0 and outcome.reason is None, outcome
+    assert leader_states == ["Z"]
+    assert wait_for(lambda: _state(left) in ("", "Z"), 10), f"the process the job left lives on: {_state(left)}"
+
+
+def _state(pid: int) -> str:
+    """A process's state letter ("Z": ended, not yet reaped); empty once it is gone."""
+    stat = _read(Path(f"/proc/{pid}/stat")).decode()
+    return stat[stat.rindex(")") + 2] if stat else ""
 
 
 def _job(marker: str) -> list[Proc]:
