@@ -383,14 +383,13 @@ def _stop(process: subprocess.Popen) -> None:
     init of the sandbox's PID namespace, kills every process in the namespace, and the init ends only
     once they all have; bwrap, which reaps it, then exits. (Killed first, bwrap would leave its init
     to finish dying on its own, after the caller was told the job had stopped.) Then its process group,
-    before `process` is reaped: until then its pid, the group's id, cannot be another process's."""
-    if process.returncode is None:
-        if not _exited(process, 0):
-            for child in _children(process.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child, signal.SIGKILL)
-            _exited(process, STOP_WAIT_S)
-        _kill_group(process.pid)
+    before this reaps `process`: until then its pid, the group's id, cannot be another process's."""
+    if process.returncode is None and not _exited(process, 0):
+        for child in _children(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        _exited(process, STOP_WAIT_S)
+    _kill_group(process.pid)
     process.wait()
 
 
