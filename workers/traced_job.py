@@ -44,8 +44,7 @@ def trace_this_rank() -> None:
     try:
         attach_from_environment()
     except Exception as exc:
-        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}",
-              file=sys.stderr, flush=True)
+        _say(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}")
 
 
 def attach_from_environment(env=os.environ) -> JobSender | None:
@@ -62,8 +61,7 @@ def attach(server: str, identity: RankIdentity, token: str | None = None, announ
     starts now, the tracer is installed as soon as torch is imported (now, if it is already)."""
     def joined(sender: JobSender) -> None:
         if announce:
-            print(f"paralab: rank {identity.rank} (node {identity.node}) traced live at {sender.page}",
-                  file=sys.stderr, flush=True)
+            _say(f"paralab: rank {identity.rank} (node {identity.node}) traced live at {sender.page}")
 
     sender = JobSender(server, identity, token, on_join=joined)
     atexit.register(_finish, sender, identity.rank)     # first registered: runs after the tracer settles
@@ -104,8 +102,7 @@ def _safely(then) -> None:
     try:
         then()
     except Exception as exc:     # tracing must never stop the job
-        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}",
-              file=sys.stderr, flush=True)
+        _say(f"paralab: rank {os.environ.get('RANK')} is not traced: {type(exc).__name__}: {exc}")
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -161,11 +158,17 @@ def _say_goodbye_when_stopped(sender: JobSender, rank: int) -> None:
     signal.signal(signal.SIGTERM, stopped)
 
 
+def _say(message: str) -> None:
+    """A line on stderr in one write: the ranks share their stderr, and `print` writes the newline
+    apart, so under PYTHONUNBUFFERED two ranks' lines could run together."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 def _finish(sender: JobSender, rank: int, deadline_s: float = 5.0) -> None:
     if sender.closed:
         return
     sender.close(deadline_s)
     if sender.dropped:
         why = f": {sender.last_error}" if sender.last_error else ""
-        print(f"paralab: rank {rank} dropped {sender.dropped} of {sender.sent + sender.dropped} events{why}",
-              file=sys.stderr, flush=True)
+        _say(f"paralab: rank {rank} dropped {sender.dropped} of {sender.sent + sender.dropped} events{why}")

@@ -56,6 +56,22 @@ def test_a_rank_whose_server_is_down_runs_to_the_end_and_says_what_it_dropped(tm
 
 
 @pytest.mark.timeout(300)          # the live server's start and a rank: minutes on two loaded cores
+def test_ranks_sharing_stderr_never_run_their_lines_together():
+    """torchrun's ranks share its stderr; under PYTHONUNBUFFERED a `print` writes its newline apart, and
+    two ranks' "dropped" lines once ran together on one line. Each of paralab's lines is one write."""
+    code = ("import sys\nfrom workers.traced_job import _say\n"
+            "for i in range(1000): _say(f'paralab: rank {sys.argv[1]} line {i}')")
+    read, write = os.pipe()
+    ranks = [subprocess.Popen([sys.executable, "-c", code, str(rank)], stderr=write, cwd=REPO,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"}) for rank in (0, 1)]
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        lines = stream.read().decode().splitlines()
+    assert [rank.wait(timeout=60) for rank in ranks] == [0, 0]
+    assert len(lines) == 2000
+    assert [line for line in lines if line.count("paralab: ") != 1 or not line.startswith("paralab: rank ")] == []
+
+
 def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp_path):
     """torchrun stops the other ranks with SIGTERM when one fails: the run says so at once."""
     env = {**os.environ, **job_environment(server.url, None), "PARALAB_JOB": f"sigterm-{free_port()}",
