@@ -21,7 +21,8 @@ def _trace_this_rank() -> None:
     try:
         from workers.traced_job import trace_this_rank
     except ImportError as exc:   # tracing must never stop the job
-        print(f"paralab: rank {os.environ.get('RANK')} is not traced: {exc}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"paralab: rank {os.environ.get('RANK')} is not traced: {exc}\n")   # one write: ranks share stderr
+        sys.stderr.flush()
         return
     trace_this_rank()
 
