@@ -55,7 +55,6 @@ def test_a_rank_whose_server_is_down_runs_to_the_end_and_says_what_it_dropped(tm
     assert f"127.0.0.1:{closed} could not be reached" in dropped[0]
 
 
-@pytest.mark.timeout(300)          # the live server's start and a rank: minutes on two loaded cores
 def test_ranks_sharing_stderr_never_run_their_lines_together():
     """torchrun's ranks share its stderr; under PYTHONUNBUFFERED a `print` writes its newline apart, and
     two ranks' "dropped" lines once ran together on one line. Each of paralab's lines is one write."""
@@ -72,6 +71,7 @@ def test_ranks_sharing_stderr_never_run_their_lines_together():
     assert [line for line in lines if line.count("paralab: ") != 1 or not line.startswith("paralab: rank ")] == []
 
 
+@pytest.mark.timeout(300)          # the live server's start and a rank: minutes on two loaded cores
 def test_a_rank_stopped_by_sigterm_says_goodbye_and_still_dies_of_it(server, tmp_path):
     """torchrun stops the other ranks with SIGTERM when one fails: the run says so at once."""
     env = {**os.environ, **job_environment(server.url, None), "PARALAB_JOB": f"sigterm-{free_port()}",
