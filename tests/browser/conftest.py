@@ -21,8 +21,8 @@ sync_api.expect.set_options(timeout=15_000)
 # own UI, what Playwright runs for headless Chromium): the same tests cost it a seventh less CPU than the
 # full browser in headless mode (docs/benchmarks.md, "Session 18"). The full browser where only it is
 # installed.
-CHROMIUM = next((path for path in ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium") if os.access(path, os.X_OK)),
-                "/usr/bin/chromium-headless-shell")
+_CHROMIUMS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
+CHROMIUM = next((path for path in _CHROMIUMS if os.access(path, os.X_OK)), _CHROMIUMS[0])
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 
