@@ -17,8 +17,6 @@ RUN pip install --no-cache-dir --index-url "$TORCH_INDEX" torch
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY workers ./workers
-COPY static ./static
-COPY templates ./templates
 RUN pip install --no-cache-dir ".${PARALAB_EXTRAS}"  && useradd --create-home --uid 1000 paralab \
     && mkdir -p /data && chown paralab /data
 

@@ -1,4 +1,4 @@
-"""The interface's languages, as data: `static/i18n/<lang>.json` (and `<lang>.json` in the folders of
+"""The interface's languages, as data: `app/static/i18n/<lang>.json` (and `<lang>.json` in the folders of
 PARALAB_I18N_PATH) — one dictionary per language, keyed by the English or by a message code
 (docs/i18n.md). English needs none: its keys are its words. Adding a language is adding files."""
 
@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.settings import REPO_ROOT
+from app.settings import STATIC_DIR
 from workers.lessons import LESSONS, i18n_dirs
 
-BUILT_IN = REPO_ROOT / "static" / "i18n"
+BUILT_IN = STATIC_DIR / "i18n"
 ENGLISH = {"_name": "English", "_switch": "switch to English", "_html_lang": "en"}
 
 
 def dictionary_files() -> dict[str, Path]:
-    """language → its dictionary file; one in static/i18n/ wins over one on PARALAB_I18N_PATH."""
+    """language → its dictionary file; one in app/static/i18n/ wins over one on PARALAB_I18N_PATH."""
     found = {}
     for folder in [*reversed(i18n_dirs()), BUILT_IN]:
         for path in sorted(folder.glob("*.json")):

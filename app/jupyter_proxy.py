@@ -15,12 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from app.settings import REPO_ROOT
+from app.settings import STATIC_DIR
 
 __all__ = ["setup_paralab"]
 
 NAME = "paralab"                                     # the entry point's name: the path under the base URL
-ICON = REPO_ROOT / "static" / "img" / "paralab.svg"
+ICON = STATIC_DIR / "img" / "paralab.svg"
 START_TIMEOUT_S = 60                                 # a first start on a busy node imports FastAPI and more
 
 

@@ -28,7 +28,7 @@ from app.routes import auth as auth_routes, export, lab, lessons, pages, problem
 from app.routes import external, i18n as i18n_routes, progress as progress_routes, protocol as protocol_routes
 from app.runs import RunManager
 from app.submissions import Judge
-from app.settings import REPO_ROOT, Settings, settings as default_settings
+from app.settings import STATIC_DIR, TEMPLATES_DIR, Settings, settings as default_settings
 from app.signin_limit import SignInLimit
 from app.validation import request_validation_error
 
@@ -89,10 +89,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
     if settings.ROOT_PATH:          # … and outermost, added last: every layer knows the path
         app.add_middleware(RootPath, root_path=settings.ROOT_PATH)
-    app.state.templates = Jinja2Templates(directory=str(REPO_ROOT / "templates"), context_processors=[root_path])
+    app.state.templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[root_path])
     app.state.templates.env.globals["languages"] = i18n.switcher
     app.state.templates.env.globals["lesson_names"] = i18n.lesson_names
-    app.mount("/static", StaticFiles(directory=str(REPO_ROOT / "static")), name="static")
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes,
                    external, progress_routes, i18n_routes):
         app.include_router(module.router)

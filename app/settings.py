@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -10,7 +11,17 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+APP_DIR = Path(__file__).resolve().parent
+REPO_ROOT = APP_DIR.parent          # the checkout; site-packages when installed from a wheel
+STATIC_DIR = APP_DIR / "static"     # the page: ES modules, CSS, fonts, the interface's languages
+TEMPLATES_DIR = APP_DIR / "templates"
+
+
+def default_data_dir() -> Path:
+    """`data/` in a checkout; installed from a wheel (no checkout around it), the user's data folder."""
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return REPO_ROOT / "data"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "paralab"
 
 
 class Settings(BaseSettings):
@@ -18,7 +29,7 @@ class Settings(BaseSettings):
 
     HOST: str = "127.0.0.1"
     PORT: int = Field(8000, ge=0, le=65535)
-    DATA_DIR: Path = REPO_ROOT / "data"
+    DATA_DIR: Path = Field(default_factory=default_data_dir)
     BACKEND: Literal["auto", "gloo", "nccl"] = "auto"    # auto: NCCL when CUDA has a GPU per rank
     MAX_RANKS: int = Field(16, ge=1, le=64)
     RUN_TIME_LIMIT_S: float = Field(60.0, gt=0)           # wall-clock limit of every run

@@ -9,7 +9,7 @@ import math
 import re
 from pathlib import Path
 
-PALETTE = (Path(__file__).resolve().parent.parent / "static" / "js" / "palette.js").read_text()
+PALETTE = (Path(__file__).resolve().parent.parent / "app" / "static" / "js" / "palette.js").read_text()
 
 
 def _array(name: str) -> list[str]:

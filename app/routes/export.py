@@ -1,10 +1,10 @@
 """A recorded run as one self-contained HTML file: `GET /api/runs/{id}/export.html`.
 
-The file is the lesson page itself (templates/export.html, which extends lesson.html) with everything it
-loads written into it: the stylesheets as <style>, every ES module under static/js as a data: URL in the
+The file is the lesson page itself (app/templates/export.html, which extends lesson.html) with everything it
+loads written into it: the stylesheets as <style>, every ES module under app/static/js as a data: URL in the
 import map (so the modules' own `paralab/…` imports resolve with no server), and the run — its
-description, every event, the lesson's sources, explanations and texts — as JSON that static/js/offline-page.js
-replays, with every language's dictionary (`#paralab-dictionaries`, read by static/js/i18n.js). Opened from disk (file://) with no network, it replays with the same views, scrubber and keys.
+description, every event, the lesson's sources, explanations and texts — as JSON that app/static/js/offline-page.js
+replays, with every language's dictionary (`#paralab-dictionaries`, read by app/static/js/i18n.js). Opened from disk (file://) with no network, it replays with the same views, scrubber and keys.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from app import i18n
 from app.deps import RunDep, RunManagerDep
 from app.routes.lessons import known_choices, lesson_public
 from app.routes.runs import run_public
-from app.settings import REPO_ROOT
+from app.settings import STATIC_DIR
 from workers.lessons import LESSONS, Lesson
 from workers.lessons.explain_steps import split_markers
 
 router = APIRouter(tags=["runs"])
 
-STATIC = REPO_ROOT / "static"
 _STYLESHEET = re.compile(r'<link rel="stylesheet" href="/static/([\w./-]+\.css)">')
 _MODULE_SCRIPT = re.compile(r'<script type="module" src="/static/js/([\w./-]+\.js)"></script>')
 _IMPORT_MAP = re.compile(r'<script type="importmap">.*?</script>', re.S)
@@ -36,7 +35,7 @@ _RELATIVE_IMPORT = re.compile(r'''((?:\bfrom|\bimport)\s*\(?\s*)(["'])(\.{1,2}/[
 
 def _module_text(path: str) -> str:
     """A module's source, its relative imports (if any) rewritten to the import map's bare names."""
-    text = (STATIC / "js" / path).read_text(encoding="utf-8")
+    text = (STATIC_DIR / "js" / path).read_text(encoding="utf-8")
     base = posixpath.dirname(path)
     return _RELATIVE_IMPORT.sub(
         lambda m: f"{m.group(1)}{m.group(2)}paralab/{posixpath.normpath(posixpath.join(base, m.group(3)))}{m.group(2)}", text)
@@ -44,8 +43,8 @@ def _module_text(path: str) -> str:
 
 def _import_map() -> str:
     imports = {}
-    for file in sorted((STATIC / "js").rglob("*.js")):
-        path = file.relative_to(STATIC / "js").as_posix()
+    for file in sorted((STATIC_DIR / "js").rglob("*.js")):
+        path = file.relative_to(STATIC_DIR / "js").as_posix()
         data = base64.b64encode(_module_text(path).encode()).decode()
         imports[f"paralab/{path}"] = f"data:text/javascript;base64,{data}"
     return json.dumps({"imports": imports}, indent=0)
@@ -59,7 +58,7 @@ def _json_script(element_id: str, value) -> str:
 
 def self_contained(html: str, recording: dict) -> str:
     """The page with its stylesheets, modules and the recording written into it."""
-    html = _STYLESHEET.sub(lambda m: f"<style>\n{(STATIC / m.group(1)).read_text(encoding='utf-8')}\n</style>", html)
+    html = _STYLESHEET.sub(lambda m: f"<style>\n{(STATIC_DIR / m.group(1)).read_text(encoding='utf-8')}\n</style>", html)
     html = _IMPORT_MAP.sub(lambda m: f'<script type="importmap">\n{_import_map()}\n</script>', html, count=1)
     html = _MODULE_SCRIPT.sub(lambda m: f'<script type="module">import "paralab/{m.group(1)}";</script>', html)
     dictionaries = {lang: i18n.dictionary(lang) for lang in i18n.languages()}     # every language, offline too

@@ -14,7 +14,7 @@ router = APIRouter(prefix="/api/i18n", tags=["languages"])
 
 @router.get("")
 def read_languages() -> dict[str, str]:
-    """{code: name} of every language the interface speaks (static/i18n/*.json and PARALAB_I18N_PATH)."""
+    """{code: name} of every language the interface speaks (app/static/i18n/*.json and PARALAB_I18N_PATH)."""
     return i18n.languages()
 
 

@@ -1,4 +1,4 @@
-"""HTML pages: the lesson index and a lesson's live page. The page itself is ES modules in static/."""
+"""HTML pages: the lesson index and a lesson's live page. The page itself is ES modules in app/static/."""
 
 from __future__ import annotations
 

@@ -83,8 +83,8 @@ def test_a_nested_message_reads_in_english_and_travels_as_code_params_and_text()
 
 
 def test_every_code_the_server_says_has_its_chinese_with_the_same_params():
-    """static/i18n/zh.json holds each code of docs/api.md's table, its placeholders the English's params."""
-    chinese = json.loads((REPO / "static" / "i18n" / "zh.json").read_text(encoding="utf-8"))
+    """app/static/i18n/zh.json holds each code of docs/api.md's table, its placeholders the English's params."""
+    chinese = json.loads((REPO / "app" / "static" / "i18n" / "zh.json").read_text(encoding="utf-8"))
     api = (REPO / "docs" / "api.md").read_text(encoding="utf-8").split("### Message codes", 1)[1].split("\n## ", 1)[0]
     for code, params in re.findall(r"^\| `([a-z0-9_.]+)` \| ([^|]*) \|", api, re.M):
         assert code in chinese, f"no Chinese for {code}"
@@ -94,7 +94,7 @@ def test_every_code_the_server_says_has_its_chinese_with_the_same_params():
 def test_pydantics_common_errors_have_their_chinese(tmp_path):
     """The error types a lesson's parameters meet (bounds, types, choices, missing, unknown), each under
     `pydantic.<type>` with the ctx it comes with."""
-    chinese = json.loads((REPO / "static" / "i18n" / "zh.json").read_text(encoding="utf-8"))
+    chinese = json.loads((REPO / "app" / "static" / "i18n" / "zh.json").read_text(encoding="utf-8"))
     response = client(tmp_path).post("/api/runs", json={"lesson": "tp_mlp", "world_size": 2, "params": {
         "seq_len": 0, "hidden": 9999, "ffn": "wide", "mistake": "other", "seed": 1.5, "nope": 1}})
     for error in response.json()["detail"]:

@@ -58,7 +58,7 @@ def split_markers(markdown: str) -> tuple[str, list[dict]]:
 
 
 def matches(when: dict[str, list[str]], event: dict) -> bool:
-    """Whether `event` is one a marker's `when` names (as the page decides: static/js/views/explanation.js)."""
+    """Whether `event` is one a marker's `when` names (as the page decides: app/static/js/views/explanation.js)."""
     def fits(value: str, wanted: str) -> bool:
         return value.startswith(wanted[:-1]) if wanted.endswith("*") else value == wanted
     return all(field in event and any(fits(str(event[field]), w) for w in wanted) for field, wanted in when.items())

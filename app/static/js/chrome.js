@@ -1,6 +1,6 @@
 /**
  * What every page has, in the manner of a slide deck: the theme (light, dark, high contrast) and the
- * language (one button per language static/i18n/ holds), both remembered; the keys B (blank the screen), F (full screen), ? (the key
+ * language (one button per language app/static/i18n/ holds), both remembered; the keys B (blank the screen), F (full screen), ? (the key
  * list), + and − (text size); and "Present" — open a lecture room for what is on screen.
  * Loaded by base.html on every page; the lesson page's own keys (→ ← Space Home End) are in keyboard.js.
  */
@@ -46,7 +46,7 @@ function renderPrefs() {
   }
   const switcher = $('[data-action-group="lang"]');
   if (switcher) {
-    // one button per other language (static/i18n/*.json): its own name, and "switch to …" in its own words
+    // one button per other language (app/static/i18n/*.json): its own name, and "switch to …" in its own words
     switcher.replaceChildren(...Object.entries(LANGS).filter(([code]) => code !== currentLang()).map(([code, name]) => {
       const said = `${name} — ${SWITCH[code] || name}`;
       return h("button", { type: "button", "data-action": "lang", "data-lang": code, lang: code === "zh" ? "zh-CN" : code,

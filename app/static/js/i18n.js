@@ -12,7 +12,7 @@
  * - `useLessonTexts(texts)` and `lessonField(name, english)`: the lesson's translations ({lang: …}, as
  *   GET /api/lessons/{id} gives them); its title, summary and parameter help.
  *
- * Languages are data: static/i18n/<lang>.json (and PARALAB_I18N_PATH), listed by the server in the page
+ * Languages are data: app/static/i18n/<lang>.json (and PARALAB_I18N_PATH), listed by the server in the page
  * (`#paralab-languages`); an exported page carries its dictionaries in `#paralab-dictionaries`.
  * `setLang(lang)` loads the dictionary, remembers the choice and tells the page ("paralab:lang"); views
  * then draw again. Text the server rendered into the page (templates) is translated once per switch by
