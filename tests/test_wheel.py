@@ -27,12 +27,25 @@ def wheel(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
-    """The wheel installed into a folder of its own (its dependencies are this environment's)."""
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target",
-                    str(target), str(wheel)], check=True)
-    return target
+def venv(wheel, tmp_path_factory) -> Path:
+    """A virtual environment with the wheel installed, and this environment's packages after it (torch…;
+    paths only: their `.pth` files, this checkout's editable install among them, are not run)."""
+    venv = tmp_path_factory.mktemp("venv")
+    venv.chmod(0o755)   # as an installation is: the sandbox's unprivileged user reads its pyvenv.cfg
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-compile",
+                    str(wheel)], check=True)
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "this-environment.pth").write_text("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))
+    return venv
+
+
+@pytest.fixture(scope="module")
+def installed(venv) -> Path:
+    """Where the wheel put paralab: the virtual environment's site-packages."""
+    return next((venv / "lib").glob("python3*/site-packages"))
 
 
 def installed_env(target: Path, **extra: str) -> dict:
@@ -76,3 +89,15 @@ def test_installed_from_the_wheel_it_records_in_the_users_data_folder(installed,
                               cwd=tmp_path, env=installed_env(installed, HOME=str(tmp_path), XDG_DATA_HOME=""),
                               check=True, capture_output=True, text=True).stdout.strip()
     assert data_dir == str(tmp_path / ".local" / "share" / "paralab")
+
+
+@pytest.mark.sandbox
+def test_installed_from_the_wheel_the_judge_hides_the_reference_solutions_it_carries(venv, installed, tmp_path):
+    """The wheel's copy of a reference solution lies in site-packages, which the sandbox binds with the
+    Python installation (as in the Docker image): learner code that reads it from there fails."""
+    attack = REPO / "tests" / "problems" / "attack_import_reference.py"
+    assert (installed / "workers" / "problems" / "fg_operators" / "reference.py").is_file()
+    judged = subprocess.run([venv / "bin" / "python", "-m", "workers.judge", "fg_operators", str(attack)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=240)
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    assert "your code raised while loading" in judged.stdout

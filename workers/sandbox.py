@@ -42,6 +42,7 @@ WATCHDOG_POLL_S = 0.25             # how often the job's memory is summed (no cg
 STOP_WAIT_S = 10.0                 # a stopped sandbox's wait for its namespace to end before bwrap is killed too
 OUTPUT_TAIL_BYTES = 64 * 1024      # what is kept of each of stdout and stderr (the end)
 NOBODY = 65534
+_SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin")   # bound read-only into every sandbox
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,19 @@ def _as_nobody() -> list[str]:
 
 def _hidden_files() -> list[Path]:
     """The problems' reference solutions and their bytecode: a learner must not import them."""
-    return sorted(p for p in (REPO / "workers" / "problems").rglob("reference.*") if p.is_file())
+    return _references_in(REPO / "workers" / "problems")
+
+
+def _references_in(problems: Path) -> list[Path]:
+    return sorted(p for p in problems.rglob("reference.*") if p.is_file())
+
+
+def _installed_references(visible: list[str]) -> list[Path]:
+    """The reference solutions of a paralab installed where the sandbox can see it: a wheel (`pip install`,
+    the Docker image) puts a copy of `workers` in site-packages, which is bound with the Python installation."""
+    folders = {Path(entry) / "workers" / "problems" for entry in {*sys.path, *sysconfig.get_paths().values()} if entry}
+    return [reference for folder in sorted(folders) if folder.is_dir() for reference in _references_in(folder)
+            if any(reference.is_relative_to(root) for root in visible)]
 
 
 def bwrap_command(argv: list[str], job_dir: Path, limits: Limits = Limits()) -> list[str]:
@@ -126,7 +139,7 @@ def bwrap_command(argv: list[str], job_dir: Path, limits: Limits = Limits()) -> 
     for name, value in clean_environment(PYTHONPATH="/paralab", PYTHONDONTWRITEBYTECODE="1").items():
         command += ["--setenv", name, value]
     command += ["--chdir", "/tmp"]
-    for path in ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin"):
+    for path in _SYSTEM_DIRS:
         if os.path.lexists(path):
             command += (["--symlink", os.readlink(path), path] if os.path.islink(path)
                         else ["--ro-bind", path, path])
@@ -139,6 +152,8 @@ def bwrap_command(argv: list[str], job_dir: Path, limits: Limits = Limits()) -> 
                 command += _open_dir(str(parent))
         bound.append(Path(root))
         command += ["--ro-bind", root, root]
+    for copy in _installed_references([*_SYSTEM_DIRS, *bound]):   # after the binds they lie in
+        command += ["--ro-bind", "/dev/null", str(copy)]
     return command + _as_nobody() + argv
 
 
