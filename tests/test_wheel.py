@@ -1,6 +1,6 @@
-"""Installed from a wheel (`pip install paralab`, `pip install git+…`: no checkout around it), paralab has
-every file it reads — the page's modules and styles, its templates, each lesson's and problem's texts — and
-serves and runs a lesson."""
+"""Installed from a wheel (`pip install paralab`, `pip install git+…`, the Docker image: no checkout around
+it), paralab has every file it reads — the page's modules and styles, its templates, each lesson's and
+problem's texts — serves and runs a lesson, and its judge's sandbox hides the wheel's reference solutions."""
 
 from __future__ import annotations
 
