@@ -39,6 +39,7 @@ SLOW_TESTS = {
     # Each starts Python processes of its own (a command, a launcher, spawned ranks), each importing
     # torch (~3 CPU-s), or runs a command that takes seconds (docker-compose).
     "tests/app/test_compose.py",
+    "tests/app/test_orphans.py",                # a server of its own, as pid 1 of a PID namespace
     "tests/app/test_run_cli.py",
     "tests/app/test_cli_trace.py",
     "tests/app/test_cli.py::test_help_lists_the_flags",
@@ -139,11 +140,14 @@ class PortTaken(RuntimeError):
 
 class LiveServer:
     """One server process. `url` is http://127.0.0.1:PORT; `ws_url` the ws:// equivalent. `repo`: the checkout
-    it runs from (another one: a benchmark's baseline)."""
+    it runs from (another one: a benchmark's baseline); `prefix`: a command the server runs under (`proc` is then
+    that command's process)."""
 
-    def __init__(self, data_dir: Path, *args: str, env: dict | None = None, repo: Path = REPO):
+    def __init__(self, data_dir: Path, *args: str, env: dict | None = None, repo: Path = REPO,
+                 prefix: tuple[str, ...] = ()):
         self.data_dir = data_dir
         self.repo = repo
+        self.prefix = prefix
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
@@ -165,7 +169,7 @@ class LiveServer:
         log_path = self.data_dir / f"server-{self.port}.log"
         log = open(log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "--port", str(self.port), "--data-dir", str(self.data_dir),
+            [*self.prefix, sys.executable, "-m", "app", "--port", str(self.port), "--data-dir", str(self.data_dir),
              "--log-level", "warning", *self.args],
             cwd=self.repo, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

@@ -1,6 +1,6 @@
 """docker-compose.yml validates (`docker-compose config -q`), refuses to start without its secrets,
 and holds what the hosted lab needs: auth on, the data volume, a health check, the sandbox's security
-options, a GPU profile with NCCL and reserved NVIDIA devices, a cluster profile with a Ray head and worker
+options, an init as each container's pid 1, a GPU profile with NCCL and reserved NVIDIA devices, a cluster profile with a Ray head and worker
 and the server pointed at the head. Skipped where docker-compose is missing
 (the Makefile's `browser` target installs Debian's package, so CI has it)."""
 
@@ -52,6 +52,7 @@ def test_the_services_hold_the_hosted_lab():
                    for v in service["volumes"])
         assert "/healthz" in " ".join(service["healthcheck"]["test"])
         assert "seccomp=unconfined" in service["security_opt"]
+        assert service["init"] is True          # pid 1 reaps: the server is not the container's init
     assert cpu["environment"]["PARALAB_BACKEND"] == "gloo" and "profiles" not in cpu
     assert gpu["environment"]["PARALAB_BACKEND"] == "nccl" and gpu["profiles"] == ["gpu"]
     devices = gpu["deploy"]["resources"]["reservations"]["devices"]
@@ -70,6 +71,7 @@ def test_the_cluster_profile_holds_a_ray_head_a_worker_and_the_server_pointed_at
         assert service["profiles"] == ["cluster"]
         assert service["build"]["args"]["PARALAB_EXTRAS"] == "[ray]"   # Ray client: one image, the same Ray
         assert "seccomp=unconfined" in service["security_opt"]           # the judge's bubblewrap on every node
+        assert service["init"] is True
     assert len({server["image"], head["image"], worker["image"]}) == 1
     for node in (head, worker):             # no paralab server on a Ray node: the image's /healthz check is off
         assert node["healthcheck"].get("disable") or node["healthcheck"]["test"] == ["NONE"]
