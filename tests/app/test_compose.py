@@ -1,8 +1,8 @@
 """docker-compose.yml validates (`docker-compose config -q`), refuses to start without its secrets,
 and holds what the hosted lab needs: auth on, the data volume, a health check, the sandbox's security
-options, an init as each container's pid 1, a GPU profile with NCCL and reserved NVIDIA devices, a cluster profile with a Ray head and worker
-and the server pointed at the head. Skipped where docker-compose is missing
-(the Makefile's `browser` target installs Debian's package, so CI has it)."""
+options, an init as each container's pid 1, a GPU profile with NCCL and reserved NVIDIA devices, a
+cluster profile with a Ray head and worker and the server pointed at the head. Skipped where
+docker-compose is missing (the Makefile's `browser` target installs Debian's package, so CI has it)."""
 
 from __future__ import annotations
 
