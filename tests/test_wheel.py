@@ -5,6 +5,7 @@ problem's texts — serves and runs a lesson, and its judge's sandbox hides the 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,9 +21,19 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """Built from a copy of the checkout's files (tracked ones, and new ones git does not ignore): setuptools
+    builds inside the source folder, and a build in the checkout's own `build/` met what another had left there
+    ("File exists: build/bdist…/paralab-0.1.0.dist-info")."""
+    source = tmp_path_factory.mktemp("source")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in listed:
+        if name and (REPO / name).is_file():     # a tracked file deleted in the checkout is still listed
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(out), str(REPO)], check=True, cwd=out)
+                    "--wheel-dir", str(out), str(source)], check=True, cwd=out)
     return next(out.glob("paralab-*.whl"))
 
 
