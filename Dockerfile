@@ -25,4 +25,5 @@ VOLUME /data
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
   CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz').status != 200)"
+# Without an init (docker run without --init), the server as pid 1 reaps what is orphaned (app/as_init.py).
 CMD ["python", "-m", "app", "--host", "0.0.0.0", "--port", "8000", "--data-dir", "/data"]

@@ -58,9 +58,11 @@ def main(argv: list[str] | None = None) -> None:
 def serve(argv: list[str] | None = None) -> None:
     import uvicorn
 
+    from app.as_init import serve_as_init_if_pid_1
     from app.main import create_app
 
     settings = parse_settings(argv)
+    serve_as_init_if_pid_1()
     print(f"paralab: serving on http://{settings.HOST}:{settings.PORT}  (data in {settings.DATA_DIR})", flush=True)
     uvicorn.run(create_app(settings), host=settings.HOST, port=settings.PORT, log_level=settings.LOG_LEVEL,
                 proxy_headers=False,                  # the app believes forwarded headers from PARALAB_TRUSTED_PROXIES only
