@@ -29,9 +29,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 def adopt_orphans() -> None:
     """Linux: make this process (the launcher) the reaper of its descendants. The server stops a run by
     killing its supervisor and ranks at once; ranks whose supervisor died first are reparented here, not to
-    pid 1, and with SIGCHLD ignored the kernel reaps them at once. Where pid 1 is the server itself (the
-    Docker image's command) nothing reaped them: two zombies a cancelled two-rank run, until the
-    container's process limit stopped every new run."""
+    pid 1 (in a container, maybe the server itself: app/as_init.py), and with SIGCHLD ignored the kernel
+    reaps them as they die: a run's processes never leave the launcher's tree."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
