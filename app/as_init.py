@@ -21,9 +21,11 @@ def serve_as_init_if_pid_1() -> None:
     server = os.fork()
     if server == 0:
         return
+
     def pass_on(received, frame):
         with contextlib.suppress(ProcessLookupError):   # the server ended meanwhile: reaped next
             os.kill(server, received)
+
     for number in FORWARDED:
         signal.signal(number, pass_on)
     os._exit(_reap_until(server))
