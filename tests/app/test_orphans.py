@@ -11,6 +11,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -45,7 +46,15 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
-def settles(condition, what: str, timeout: float = 10) -> None:
+def command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:      # ended meanwhile
+        return b""
+
+
+def settles(condition: Callable[[], bool], what: Callable[[], str], timeout: float = 10) -> None:
+    """Wait until `condition()` holds; past `timeout` seconds, fail saying `what()`."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what()
@@ -58,8 +67,7 @@ class Pid1:
     def __init__(self, live: LiveServer):
         self.live = live
         (self.init,) = children(live.proc.pid)
-        self.launcher = next(pid for pid in descendants(self.init)
-                             if b"workers.launcher" in Path(f"/proc/{pid}/cmdline").read_bytes())
+        self.launcher = next(pid for pid in descendants(self.init) if b"workers.launcher" in command_line(pid))
 
     def orphans(self) -> dict[int, str]:
         """The zombies among pid 1's children: processes orphaned, then never reaped. (A zombie whose
