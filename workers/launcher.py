@@ -42,8 +42,7 @@ def _reply(message: dict) -> None:
 
 def main() -> None:
     supervisor.die_with_parent()
-    supervisor.adopt_orphans()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # supervisors, and the ranks they leave, are reaped automatically
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # supervisors are reaped automatically
     method = warm.start_method()
     if method == "fork":
         warm.warm_up()

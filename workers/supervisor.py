@@ -3,8 +3,7 @@ or at the wall-clock limit, and reports how each one ended.
 
 The supervisor leads a new session, so the run is one process group: the server stops a run with
 `killpg(supervisor_pid, SIGKILL)`, which takes the supervisor and every rank at once. On Linux each
-process also dies with its parent (PR_SET_PDEATHSIG), so no rank outlives the server, and the launcher
-reaps the ranks a killed supervisor leaves (`adopt_orphans`).
+process also dies with its parent (PR_SET_PDEATHSIG), so no rank outlives the server.
 """
 
 from __future__ import annotations
@@ -23,16 +22,6 @@ from workers.launch_request import LaunchRequest
 from workers.protocol import SupervisorReport
 
 _PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-
-
-def adopt_orphans() -> None:
-    """Linux: make this process (the launcher) the reaper of its descendants. The server stops a run by
-    killing its supervisor and ranks at once; ranks whose supervisor died first are reparented here, not to
-    pid 1 (in a container, maybe the server itself: app/as_init.py), and with SIGCHLD ignored the kernel
-    reaps them as they die: a run's processes never leave the launcher's tree."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def die_with_parent() -> None:

@@ -135,14 +135,16 @@ def tree(root: int) -> list[Proc]:
     return out
 
 
-def launcher_pid(server) -> int:
-    """The server's warm launcher: its child running `python -m workers.launcher`."""
-    for proc in descendants(server.proc.pid, processes()):
+def launcher_pid(server, parent: int | None = None) -> int:
+    """The server's warm launcher: its child running `python -m workers.launcher` (`parent`: the server's
+    pid, when `server.proc` is a command the server runs under)."""
+    parent = server.proc.pid if parent is None else parent
+    for proc in descendants(parent, processes()):
         try:
             cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if proc.ppid == server.proc.pid and b"workers.launcher" in cmdline:
+        if proc.ppid == parent and b"workers.launcher" in cmdline:
             return proc.pid
     raise LookupError("the server has no launcher process")
 
