@@ -92,6 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[root_path])
     app.state.templates.env.globals["languages"] = i18n.switcher
     app.state.templates.env.globals["lesson_names"] = i18n.lesson_names
+    app.state.templates.env.globals["accounts_on"] = auth.auth_on(settings)   # progress kept per account
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     for module in (pages, lessons, runs, ws, rooms, export, problems, auth_routes, submissions, lab, protocol_routes,
                    external, progress_routes, i18n_routes):

@@ -6,8 +6,8 @@
  * In the hosted lab it is kept per account too (GET/PUT /api/progress): the first time a page asks
  * (`syncProgress`), the account's progress and this browser's are merged both ways — what was done
  * here before signing in is added to the account, not lost — and each later change is sent. Progress
- * only grows: a run seen stays seen, an answered question stays answered. In the lecture mode the
- * server answers 404 and progress stays in the browser.
+ * only grows: a run seen stays seen, an answered question stays answered. In the lecture mode (no
+ * `data-accounts` on the page's root) progress stays in the browser and the server is not asked.
  */
 
 import { t } from "paralab/i18n.js";
@@ -49,6 +49,7 @@ let synced = null;     // the promise of the first merge with the account: true 
 /** Merge this browser's progress with the signed-in account's, once per page; true in the hosted lab. */
 export function syncProgress() {
   synced ??= (async () => {
+    if (!("accounts" in document.documentElement.dataset)) return false;
     try {
       const response = await fetch(here("/api/progress"));
       if (!response.ok) return false;
