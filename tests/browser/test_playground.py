@@ -37,6 +37,8 @@ def test_a_starting_program_runs_and_shows_its_own_file_lines_panels_and_output(
     assert run["status"] == "done", run["error"]
     assert "playground" in page.url and f"run={run['id']}" in page.url and "source=" not in page.url
     expect(page.locator(".source-tab")).to_have_text(["ring.py"])
+    expect(page.locator("#help-source code")).to_have_text("python FILE.py ARGS")   # the help's code as code
+    expect(page.locator("#help-source")).not_to_contain_text("`")
     # step back to rank 0's first recv: its line of ring.py is the current one
     log = events(server, run["id"])
     recv = next(e for e in log if e["kind"] == "p2p" and e["op"] == "recv" and e["phase"] == "begin")

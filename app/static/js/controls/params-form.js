@@ -6,6 +6,7 @@
 
 import { fill, h } from "paralab/dom.js";
 import { lessonField, t, tMessage, tPlural } from "paralab/i18n.js";
+import { inline } from "paralab/markdown.js";
 
 function resolve(schema, prop) {
   if (prop.$ref) return { ...schema.$defs?.[prop.$ref.split("/").pop()], ...prop };
@@ -67,17 +68,19 @@ function isUnlinked(prop) {
   return prop.format === "python" || prop.type === "array";
 }
 
-/** A parameter's help in the current language (the lesson's texts.<lang>.json `params`), else its description. */
+/** A parameter's help in the current language (the lesson's texts.<lang>.json `params`), else its
+ * description; its `code` spans drawn as code. */
 function paramHelp(name, prop) {
-  return lessonField(`params.${name}`, prop.description || prop.title || "");
+  const help = h("p", { class: "help", id: `help-${name}` });
+  help.innerHTML = inline(lessonField(`params.${name}`, prop.description || prop.title || ""));
+  return help;
 }
 
 /** The parameters' help again, in the language just chosen. */
 export function translateParamHelp(form, lesson) {
   const schema = lesson.params;
   for (const [name, prop] of Object.entries(schema.properties || {})) {
-    const help = form.querySelector(`#help-${CSS.escape(name)}`);
-    if (help) help.textContent = paramHelp(name, resolve(schema, prop));
+    form.querySelector(`#help-${CSS.escape(name)}`)?.replaceWith(paramHelp(name, resolve(schema, prop)));
   }
 }
 
@@ -92,7 +95,7 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
     return h("div", { class: "field", "data-field": name },
       h("label", { for: `param-${name}` }, name),
       control(name, prop, value),
-      h("p", { class: "help", id: `help-${name}` }, paramHelp(name, prop)),
+      paramHelp(name, prop),
       h("p", { class: "field-error", id: `error-${name}`, role: "alert", hidden: true }));
   }));
   form.dataset.types = JSON.stringify(Object.fromEntries(props.map(([n, p]) => [n, p.type || (p.enum ? "enum" : "string")])));
