@@ -13,6 +13,7 @@ class LessonPublic(BaseModel):
     summary: str
     params: dict[str, Any] = Field(description="JSON schema of the lesson's parameters")
     world_sizes: list[int]
+    default_world_size: int = Field(description="the world size the page offers first: the default parameters fit it")
     texts: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "{lang: the lesson's texts.<lang>.json}: its title, summary, parameter help and event strings "
         "translated (docs/i18n.md)"))

@@ -23,7 +23,8 @@ def lesson_public(lesson: Lesson, choices: dict[str, list] | None = None) -> dic
     for field, values in (choices or {}).items():
         schema["properties"][field]["enum"] = values
     return {"id": lesson.id, "title": lesson.title, "summary": lesson.summary,
-            "params": schema, "world_sizes": list(lesson.world_sizes), "texts": lesson.texts()}
+            "params": schema, "world_sizes": list(lesson.world_sizes),
+            "default_world_size": lesson.default_world_size, "texts": lesson.texts()}
 
 
 async def known_choices(launcher: Launcher, lesson: Lesson) -> dict[str, list]:

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests import web
+from workers.lessons import LESSONS
 
 pytestmark = pytest.mark.browser
 
@@ -67,6 +68,19 @@ def test_every_parameter_round_trips_through_the_address_and_the_form(page: Page
             shown = page.evaluate(READ_FORM)
             assert shown["world_size"] == size, lesson["id"]
             assert {k: shown["params"][k] for k in wanted} == wanted, lesson["id"]
+
+
+def test_every_lesson_page_first_offers_a_world_size_its_defaults_fit(page: Page, server):
+    """Press Run on a page just opened: its defaults start a run (3D parallelism's 2 × 2 × 2 grid
+    offered 2 ranks, and the server refused)."""
+    for lesson in lessons(server):
+        page.goto(f"{server.url}/lessons/{lesson['id']}")
+        expect(page.locator(".run-button")).to_be_enabled()
+        shown = page.evaluate(READ_FORM)
+        assert shown["world_size"] == lesson["default_world_size"], lesson["id"]
+        if lesson["id"] in LESSONS:   # not the tests' own lessons (tests/lessons_extra)
+            LESSONS[lesson["id"]].validate(shown["params"], shown["world_size"])   # raises what a 422 would say
+    assert next(lesson for lesson in lessons(server) if lesson["id"] == "three_d")["default_world_size"] == 8
 
 
 def test_an_unticked_box_in_the_address_runs_unticked_and_presents_unticked(page: Page, server):

@@ -38,12 +38,18 @@ class Lesson:
     summary: str
     params: type[BaseModel]
     world_sizes: tuple[int, ...]
+    default_world_size: int = 2   # the page's first choice: its default parameters must fit it
     sources: tuple[str, ...] = ("program.py",)   # files shown in the page, relative to the lesson
     runtime_rules: str | None = None   # a module with `check(params, world_size)` and `choices()`
                                        # for rules that need torch; the warm launcher runs them
     tags: tuple[str, ...] = field(default_factory=tuple)
     rank_runner: str | None = None     # a module whose `run_rank(request, rank, store_path)` runs each rank
                                        # instead (a user's script, which makes its own process group)
+
+    def __post_init__(self):
+        if self.default_world_size not in self.world_sizes:
+            raise ValueError(f"lesson {self.id}: default_world_size {self.default_world_size} is not one of "
+                             f"its world sizes {self.world_sizes}")
 
     @property
     def program_module(self) -> str:

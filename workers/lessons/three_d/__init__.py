@@ -58,5 +58,6 @@ LESSON = Lesson(
             "the DP gradient sync after — the process-group grid lit up as each group communicates.",
     params=ThreeDParams,
     world_sizes=tuple(range(1, 9)),
+    default_world_size=8,   # tp × pp × dp = 2 × 2 × 2
     sources=("program.py", "../pp/engine.py", "../tp_mlp/program.py"),
 )

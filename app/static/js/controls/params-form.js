@@ -102,7 +102,7 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   form.dataset.unlinked = JSON.stringify([...unlinked]);
 
   const sizes = lesson.world_sizes.filter((n) => n <= maxRanks);
-  const current = sizes.includes(Number(values.world_size)) ? Number(values.world_size) : sizes.includes(2) ? 2 : sizes[0];
+  const current = [Number(values.world_size), lesson.default_world_size, 2].find((n) => sizes.includes(n)) ?? sizes[0];
   fill(form.querySelector(".world-size-options"), sizes.map((n) =>
     h("label", { class: "segment" },
       h("input", { type: "radio", name: "world_size", value: n, checked: n === current, "aria-describedby": "error-world_size" }),
