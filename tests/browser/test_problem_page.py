@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.sign_in import sign_in, submit_sign_in
 from tests.conftest import LiveServer
@@ -82,11 +83,12 @@ def test_a_new_problem_in_chinese_and_its_communication_failure_named(lab, page)
     the call and the reference's, and shows the calls expected and performed."""
     from tests.browser.untranslated import switch_to_chinese
     sign_in(page, lab.url + "/problems/fsdp_wrapper", "ada", "ada-pass-1")
-    page.wait_for_selector(".statement h3")
-    assert page.locator(".statement h3").inner_text().startswith("An FSDP-style wrapper")
+    statement = page.locator(".statement > :first-child")   # the statement's own heading: the title, shown once
+    expect(statement).to_have_text(re.compile(r"^FSDP \(and ZeRO-3\) keeps only a shard"))
+    expect(page.locator(".problem-statement h1")).to_have_text(re.compile("^An FSDP-style wrapper"))
     switch_to_chinese(page)
-    page.wait_for_selector(".statement[lang=zh] h3")
-    assert page.locator(".statement h3").inner_text().startswith("FSDP 式的封装")
+    page.wait_for_selector(".statement[lang=zh]")
+    expect(statement).to_have_text(re.compile("^FSDP（以及 ZeRO-3）让每个 rank"))
     assert page.locator(".problem-statement h1").inner_text().startswith("FSDP 式的封装")
     assert page.locator(".functions li p").first.inner_text().startswith("前向之前")
 

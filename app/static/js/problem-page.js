@@ -40,6 +40,7 @@ export async function startProblemPage(root) {
     const own = problem.statements?.[lang];
     const statement = root.querySelector(".statement");
     statement.innerHTML = renderMarkdown(own ?? problem.statement);
+    statement.querySelector(":scope > :is(h1, h2, h3):first-child")?.remove();   // the title, shown above it
     Object.assign(statement, { lang: own ? lang : "en", translate: false });
     const title = root.querySelector(".problem-statement h1");
     Object.assign(title, problemsWords(problem.title, problemTexts[lang]?.title));
