@@ -55,6 +55,17 @@ def _backend(settings: Settings, devices: int, world_size: int) -> str:
 PLACEMENTS = ("pack", "spread")
 
 
+def _spans(sizes: list[int]) -> str:
+    """`[1, 2, 3, 4, 8]` as "1–4, 8": a long run of world sizes read at a glance."""
+    spans: list[list[int]] = []
+    for n in sizes:
+        if spans and n == spans[-1][-1] + 1:
+            spans[-1].append(n)
+        else:
+            spans.append([n])
+    return ", ".join(f"{s[0]}–{s[-1]}" if len(s) > 2 else ", ".join(map(str, s)) for s in spans)
+
+
 def _placement(manager: RunManager, body: RunCreate) -> None:
     """`placement` is one of PLACEMENTS, and only means something on a Ray cluster."""
     if body.placement is None:
@@ -109,7 +120,7 @@ async def start_run(manager: RunManager, settings: Settings, body: RunCreate, us
     if body.world_size not in allowed:
         raise _invalid(["world_size"], say("run.world_size_not_allowed",
                                            "world_size {world_size} is not allowed for {lesson}; choose one of {allowed}",
-                                           world_size=body.world_size, lesson=lesson.id, allowed=str(allowed)))
+                                           world_size=body.world_size, lesson=lesson.id, allowed=_spans(allowed)))
     try:
         params = lesson.validate(body.params, body.world_size)
     except ValidationError as exc:
