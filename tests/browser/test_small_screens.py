@@ -1,0 +1,39 @@
+"""A lesson page on a laptop and on a phone (a lecture room's follower, mostly): each picture's heading
+clear of its tools, the run's status whole, nothing wider than the screen, and on the phone a scrubber
+that leaves most of the screen to the pictures."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import drawn
+
+pytestmark = pytest.mark.browser
+
+# the headings whose words (not their box: its padding may run under the tools) meet their panel's tools
+HEADINGS_UNDER_TOOLS = """() => [...document.querySelectorAll(".stage > .panel")].filter((p) => p.offsetParent).flatMap((panel) => {
+  const tools = panel.querySelector(":scope > .panel-tools")?.getBoundingClientRect();
+  const heading = panel.querySelector(":scope > h2");
+  if (!tools || !heading) return [];
+  const words = document.createRange();
+  words.selectNodeContents(heading);
+  const meets = [...words.getClientRects()].some((r) => r.width > 0 && r.left < tools.right && r.right > tools.left
+                                                        && r.top < tools.bottom && r.bottom > tools.top);
+  return meets ? [heading.textContent.trim()] : [];
+})"""
+
+
+@pytest.mark.parametrize("width, height", [(1400, 900), (1280, 800), (390, 844)])
+def test_headings_status_and_scrubber_fit_the_screen(sized_page, server, width, height):
+    page = sized_page(width, height)
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
+    page.locator(".run-button").click()
+    status = page.locator("#run-status")
+    expect(status).to_contain_text("Run done", timeout=45_000)
+    drawn(page)
+    assert page.evaluate(HEADINGS_UNDER_TOOLS) == []
+    assert status.evaluate("pill => pill.scrollWidth <= pill.clientWidth"), status.inner_text()   # not cut off
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    if width < 600:
+        assert page.locator("#scrubber").bounding_box()["height"] < 0.2 * height
