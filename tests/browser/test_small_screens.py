@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests import web
 from tests.browser.conftest import drawn
 
 pytestmark = pytest.mark.browser
@@ -37,3 +38,18 @@ def test_headings_status_and_scrubber_fit_the_screen(sized_page, server, width, 
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     if width < 600:
         assert page.locator("#scrubber").bounding_box()["height"] < 0.2 * height
+
+
+def test_no_page_is_wider_than_a_phone(sized_page, server):
+    """The index, the playground and every lesson's page with its parameters open, at 390 px: what is
+    wider (a source line, a table) scrolls inside its own box, never the page sideways."""
+    page = sized_page(390, 844)
+    lessons = [lesson["id"] for lesson in web.get(server.url + "/api/lessons").json()]
+    for path in ["/", "/playground", *(f"/lessons/{lesson}" for lesson in lessons)]:
+        page.goto(server.url + path)
+        if path != "/":
+            expect(page.locator(".run-button")).to_be_enabled()     # the form is built
+            if page.locator("#form-fields").is_hidden():
+                page.locator(".params-toggle").click()
+            expect(page.locator("#form-fields")).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
