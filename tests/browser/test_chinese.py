@@ -43,6 +43,8 @@ def test_a_pipeline_run_and_a_refused_one_in_chinese(page: Page, server):
     assert_chinese(page, server, "a refused run")
 
     run_from_page(page, server.url, "pp", 2, {"microbatches": 4})
+    # a parameter is named as the program names it ("microbatches" is a word the interface translates too)
+    expect(page.locator('label[for="param-microbatches"]')).to_have_text("microbatches")
     for fraction in (0.3, 0.6, 1.0):
         scrub_to(page, fraction)
         assert_chinese(page, server, f"pp at {fraction:.0%}")

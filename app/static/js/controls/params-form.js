@@ -68,6 +68,12 @@ function isUnlinked(prop) {
   return prop.format === "python" || prop.type === "array";
 }
 
+/** A parameter's name as written in code, in no other language ("microbatches" is a word of the
+ * interface's too), a line break allowed after each underscore (reshard_after_forward). */
+function identifier(name) {
+  return name.split(/(?<=_)/).flatMap((part, i) => [i ? h("wbr", {}) : null, document.createTextNode(part)]);
+}
+
 /** A parameter's help in the current language (the lesson's texts.<lang>.json `params`), else its
  * description; its `code` spans drawn as code. */
 function paramHelp(name, prop) {
@@ -93,7 +99,7 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   fill(fields, props.map(([name, prop]) => {
     const value = (unlinked.has(name) ? undefined : values.params?.[name]) ?? prop.default;   // not from an address
     return h("div", { class: "field", "data-field": name },
-      h("label", { for: `param-${name}` }, name),
+      h("label", { for: `param-${name}`, translate: "no" }, identifier(name)),
       control(name, prop, value),
       paramHelp(name, prop),
       h("p", { class: "field-error", id: `error-${name}`, role: "alert", hidden: true }));
