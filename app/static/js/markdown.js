@@ -84,7 +84,7 @@ export function renderMarkdown(source) {
       i += 2;
       const rows = [];
       while (i < lines.length && /^\s*\|.*\|\s*$/.test(lines[i])) rows.push(splitRow(lines[i++]));
-      out.push("<table><thead><tr>" + head.map((c) => `<th>${inline(c)}</th>`).join("") + "</tr></thead><tbody>" +
+      out.push('<table tabindex="0"><thead><tr>' + head.map((c) => (c ? `<th>${inline(c)}</th>` : "<td></td>")).join("") + "</tr></thead><tbody>" +
         rows.map((r) => "<tr>" + r.map((c) => `<td>${inline(c)}</td>`).join("") + "</tr>").join("") + "</tbody></table>");
     } else if (/^\s*([-*+]|\d+[.)])\s+/.test(line)) {
       flush();

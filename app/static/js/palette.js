@@ -5,7 +5,7 @@
  * process group's highlight; adjacent ranks the furthest apart (2-rank runs are the most common). */
 export const RANK_COLOURS = [
   "#1d4ed8", // blue
-  "#ea580c", // orange
+  "#cf4a0a", // orange (4.5:1 under white text, as every rank chip needs)
   "#0e7490", // cyan
   "#be185d", // pink
   "#a16207", // ochre

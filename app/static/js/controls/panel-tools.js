@@ -46,7 +46,9 @@ function panelTools(panel, picture, store, { exportable }) {
   const tools = h("div", { class: "panel-tools", role: "group", "aria-label": t("{panel}: tools", { panel: title }) });
   if (TABLES[id]) {
     const shown = shownTables().has(id);
-    const box = h("div", { class: ["state-table", !shown && "visually-hidden"], id: `table-${id}`, "data-for": id });
+    // shown, it scrolls sideways from the keyboard too (a focus stop); hidden, it is for screen readers alone
+    const box = h("div", { class: ["state-table", !shown && "visually-hidden"], id: `table-${id}`, "data-for": id,
+                           tabindex: shown ? "0" : null });
     picture.after(box);
     const toggle = h("button", { type: "button", class: "tool table-toggle", "aria-pressed": String(shown), "aria-controls": box.id,
                                  title: "Show this picture as a table" }, "Table");
@@ -54,6 +56,7 @@ function panelTools(panel, picture, store, { exportable }) {
       const show = toggle.getAttribute("aria-pressed") !== "true";
       toggle.setAttribute("aria-pressed", String(show));
       box.classList.toggle("visually-hidden", !show);
+      show ? box.setAttribute("tabindex", "0") : box.removeAttribute("tabindex");
       remember(id, show);
     });
     tools.append(toggle);

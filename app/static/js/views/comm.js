@@ -69,7 +69,7 @@ export function renderComm(container, state, { runId }) {
   const wire = rows.some((r) => typeof r.begin.wire_bytes === "number");   // the tracer counted the bytes on the wire
   const labels = rows.some((r) => r.begin.label);                          // no labels: no "what for" column
   morph(container,
-    h("div", { class: "comm-scroll" },
+    h("div", { class: "comm-scroll", tabindex: "0" },   // scrolls sideways from the keyboard too
       h("table", { class: "comm-table" },
         h("caption", {}, "What rank 0 put into each call (nccl-tests' size convention), how long the call took, and its bandwidths"),
         h("thead", {}, h("tr", {}, th("#"), th("call"), labels ? th("what for") : null, th("bytes", "num"),

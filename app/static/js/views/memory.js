@@ -71,7 +71,7 @@ export function renderMemory(container, state, { runId, params }) {
     f.psi ? ` · ${t("Ψ = {psi} parameters", { psi: f.psi.toLocaleString("en-US") })}` : "", f.n ? ` · ${t("N = {n} ranks", f)}` : "",
     f.bytes.P ? ` · ${t("bytes per element: P = {P}, G = {G}, K = {K} (float32; Adam keeps two moments)", f.bytes)}` : "");
   const table = h("table", { class: "memory-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, ""),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "rank")),
       PARTS.map((p, i) => h("th", { scope: "col" }, h("span", { class: "swatch", style: { background: p.colour } }), p.name, " ",
         h("code", { class: "memory-formula" }, parseFormula(first[i]?.formula).expr || "?"))),
       h("th", { scope: "col", class: "num" }, "total"))),

@@ -678,7 +678,7 @@ function peakTable(state) {
   return h("div", { class: "peak-table" },
     h("h3", {}, "Peak activations ", h("span", { class: "panel-note" }, "per rank")),
     h("table", { class: "peaks" },
-      h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "peak"), h("th", { class: "num" }, bound ? t("bound {bound}", { bound: bound.text }) : t("bound")), h("th", { class: "num" }, "bytes"))),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "rank")), h("th", { class: "num" }, "peak"), h("th", { class: "num" }, bound ? t("bound {bound}", { bound: bound.text }) : t("bound")), h("th", { class: "num" }, "bytes"))),
       h("tbody", {}, rows)));
 }
 

@@ -93,7 +93,7 @@ export function renderShards(container, state) {
       op: c.op.replace(/_/g, "-"), mesh: `(${mesh.shape.join("×")})`, axis: String(axis),
       shape: shape.join(", "), before: placements.before.join(" "), after: placements.after.join(" ") }));
   const side = (which) => h("div", { class: "shards-side", "data-side": which },
-    h("h4", {}, `${t(which === "before" ? "before" : "after")}: ${placements[which].join(" ")}`),
+    h("h3", {}, `${t(which === "before" ? "before" : "after")}: ${placements[which].join(" ")}`),
     ...[...where.entries()].map(([rank, coords]) => {
       const held = heldRegion(shape, placements[which], mesh.shape, coords);
       const colour = rankColour(rank);
