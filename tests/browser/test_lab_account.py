@@ -84,6 +84,7 @@ def test_a_student_changes_their_password_and_cancels_a_submission_being_judged(
 
 def test_the_admin_resets_a_password_and_deletes_a_user(lab, page):
     sign_in(page, lab.url + "/admin", "admin", "admin-secret-1")
+    expect(page.locator("#classes tbody")).to_have_text(re.compile("^No class yet: create one below"))   # not a bare header
     ned = page.locator('#users tr[data-user="ned"]')
     expect(page.locator('#users tr[data-user="admin"] [data-action="delete-user"]')).to_have_count(0)  # not yourself
     page.once("dialog", lambda dialog: dialog.accept("ned-pass-9"))

@@ -136,7 +136,7 @@ export function startAdminPage(root) {
     }
     fill(body("runs"), ...(activity.runs.length ? activity.runs.map(runRow) : nothing("No run in flight.")));
     fill(body("submissions"), ...(activity.submissions.length ? activity.submissions.map(submissionRow) : nothing("No submission waiting.")));
-    fill(body("classes"), ...classes.map(classRow));
+    fill(body("classes"), ...(classes.length ? classes.map(classRow) : nothing("No class yet: create one below, then give its students the sign-up code.")));
     fill(body("users"), ...users.map(userRow));
   }
   const me = document.querySelector(".lab-user[data-user]")?.dataset.user;
