@@ -30,7 +30,21 @@ router = APIRouter(tags=["runs"])
 _STYLESHEET = re.compile(r'<link rel="stylesheet" href="/static/([\w./-]+\.css)">')
 _MODULE_SCRIPT = re.compile(r'<script type="module" src="/static/js/([\w./-]+\.js)"></script>')
 _IMPORT_MAP = re.compile(r'<script type="importmap">.*?</script>', re.S)
+_STYLESHEET_URL = re.compile(r'url\("(\.\./[\w./-]+)"\)')
+_MEDIA_TYPES = {".woff2": "font/woff2", ".svg": "image/svg+xml", ".png": "image/png"}
 _RELATIVE_IMPORT = re.compile(r'''((?:\bfrom|\bimport)\s*\(?\s*)(["'])(\.{1,2}/[^"']+)\2''')
+
+
+def _stylesheet(path: str) -> str:
+    """A stylesheet's text, each file it names by a relative url() (the language button's font) written
+    into it as a data: URL: from file:// the browser finds no ../fonts."""
+    base = posixpath.dirname(path)
+
+    def inlined(match: re.Match) -> str:
+        file = STATIC_DIR / posixpath.normpath(posixpath.join(base, match.group(1)))
+        data = base64.b64encode(file.read_bytes()).decode()
+        return f'url("data:{_MEDIA_TYPES[file.suffix]};base64,{data}")'
+    return _STYLESHEET_URL.sub(inlined, (STATIC_DIR / path).read_text(encoding="utf-8"))
 
 
 def _module_text(path: str) -> str:
@@ -58,7 +72,7 @@ def _json_script(element_id: str, value) -> str:
 
 def self_contained(html: str, recording: dict) -> str:
     """The page with its stylesheets, modules and the recording written into it."""
-    html = _STYLESHEET.sub(lambda m: f"<style>\n{(STATIC_DIR / m.group(1)).read_text(encoding='utf-8')}\n</style>", html)
+    html = _STYLESHEET.sub(lambda m: f"<style>\n{_stylesheet(m.group(1))}\n</style>", html)
     html = _IMPORT_MAP.sub(lambda m: f'<script type="importmap">\n{_import_map()}\n</script>', html, count=1)
     html = _MODULE_SCRIPT.sub(lambda m: f'<script type="module">import "paralab/{m.group(1)}";</script>', html)
     dictionaries = {lang: i18n.dictionary(lang) for lang in i18n.languages()}     # every language, offline too

@@ -213,9 +213,12 @@ def test_an_exported_run_replays_offline(browser: Browser, server, tmp_path):
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("requestfailed", lambda request: errors.append(f"not found: {request.url}"))   # a file:// path to nothing
     try:
         page.goto(file.as_uri())
         expect(counter(page)).to_have_text(f"seq 1 / {total}")
+        assert page.evaluate("""async () => (await document.fonts.load('700 16px "Paralab zh button"', '中文'))
+                                .map((face) => face.status)""") == ["loaded"]   # the language button's glyphs came along
         expect(page.locator(".offline-badge")).to_have_text("Recording")
         expect(page.locator(".lesson-title")).to_have_text("Tensor-parallel MLP")
         page.keyboard.press("End")
