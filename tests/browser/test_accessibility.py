@@ -6,22 +6,26 @@ from the back of a room, and some of the room reads with a screen reader or by v
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from importlib.resources import files
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import counter, drawn
+from tests.conftest import REPO, free_port
 
 pytestmark = pytest.mark.browser
 
 AXE = files("axe_playwright_python").joinpath("axe.min.js").read_text()
-VIOLATIONS = """async () => (await axe.run(document, { resultTypes: ["violations"] })).violations.map((v) => ({
+VIOLATIONS = """async (rules) => (await axe.run(document, { resultTypes: ["violations"], ...rules })).violations.map((v) => ({
   rule: v.id, impact: v.impact, where: v.nodes.slice(0, 3).map((n) => n.target.join(" ") + ": " + n.failureSummary),
 }))"""
 
 # a run of each kind of page: collectives, tensor and pipeline parallelism, ZeRO's memory, DTensor's
-# shards, FSDP2, and a hang's report (the playground's deadlock: the flight recorder, the mismatch)
+# shards, FSDP2, a hang's report (the playground's deadlock: the flight recorder, the mismatch), and a
+# torchrun job's (its hosts)
 RUNS = [("collectives", 2, {}), ("tp_mlp", 2, {}), ("pp", 2, {}), ("zero", 2, {}), ("dtensor", 2, {}),
         ("fsdp2", 2, {})]
 
@@ -35,7 +39,12 @@ def pages_to_check(server) -> list[str]:
                                     hang_timeout_s=2))
     runs = [server.wait_run(run["id"], timeout=90) for run in started]
     assert runs[-1]["status"] == "failed"
-    return ["/", "/playground", *(f"/lessons/{run['lesson']}?run={run['id']}" for run in runs)]
+    job = subprocess.run([sys.executable, "-m", "app", "trace", "--server", server.url, "--", "torchrun", "--nnodes=1",
+                          "--nproc-per-node=2", f"--master-port={free_port()}", str(REPO / "tests/app/jobs/ring_job.py")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert job.returncode == 0, job.stderr
+    page = re.search(r"traced live at \S+(/jobs/\w+)", job.stderr).group(1)
+    return ["/", "/playground", *(f"/lessons/{run['lesson']}?run={run['id']}" for run in runs), page]
 
 
 @pytest.mark.parametrize("theme", ["light", "dark", "contrast"])
@@ -46,11 +55,14 @@ def test_every_page_passes_axe_in_every_theme(page: Page, server, pages_to_check
     for path in pages_to_check:
         page.goto(server.url + path)
         expect(page.locator("html")).to_have_attribute("data-theme", theme)
-        if "run=" in path:
-            expect(counter(page)).to_have_text(re.compile(r"seq (\d+) / \1$"), timeout=30_000)   # at the run's end
+        if "run=" in path or "/jobs/" in path:
+            expect(counter(page)).to_have_text(re.compile(r"seq ([1-9]\d*) / \1$"), timeout=30_000)   # at the run's end
             drawn(page)
+        if "/jobs/" in path:
+            expect(page.locator(".hosts-summary")).to_contain_text("2 ranks on 1 node;")
         page.add_script_tag(content=AXE)
-        violations = page.evaluate(VIOLATIONS)
+        # a theme changes colours alone: the other rules are asked once, in the light theme
+        violations = page.evaluate(VIOLATIONS, {} if theme == "light" else {"runOnly": ["color-contrast"]})
         if violations:
             found[path] = violations
     assert not found, found

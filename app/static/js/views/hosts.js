@@ -31,9 +31,11 @@ export function renderHosts(container, state, ctx) {
   const hosts = [...(ctx.contents.hosts?.values() || [])].sort((a, b) => a.node - b.node);
   if (!hosts.length) return false;
   const skew = Math.max(...hosts.map((host) => host.skew_s));
+  const ranks = hosts.reduce((n, host) => n + host.ranks.length, 0);
+  const summary = hosts.length > 1 ? "{ranks} ranks on {nodes} nodes; times aligned to within ± {skew}"
+    : ranks > 1 ? "{ranks} ranks on 1 node; times aligned to within ± {skew}" : "1 rank on 1 node; times aligned to within ± {skew}";
   morph(container,
-    h("p", { class: "hosts-summary" }, t("{ranks} ranks on {nodes} nodes; times aligned to within ± {skew}",
-      { ranks: hosts.reduce((n, host) => n + host.ranks.length, 0), nodes: hosts.length, skew: ms(skew) })),
+    h("p", { class: "hosts-summary" }, t(summary, { ranks, nodes: hosts.length, skew: ms(skew) })),
     h("ol", { class: "hosts" }, hosts.map((host) => hostCard(host, state))));
   return true;
 }
