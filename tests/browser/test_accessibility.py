@@ -14,7 +14,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import counter, drawn
-from tests.conftest import REPO, free_port
+from tests.browser.sign_in import sign_in
+from tests.conftest import REPO, LiveServer, free_port
 
 pytestmark = pytest.mark.browser
 
@@ -47,6 +48,13 @@ def pages_to_check(server) -> list[str]:
     return ["/", "/playground", *(f"/lessons/{run['lesson']}?run={run['id']}" for run in runs), page]
 
 
+def violations(page: Page, theme: str) -> list[dict]:
+    """axe's findings on the page open now; a theme changes colours alone, so the other rules are
+    asked once, in the light theme."""
+    page.add_script_tag(content=AXE)
+    return page.evaluate(VIOLATIONS, {} if theme == "light" else {"runOnly": ["color-contrast"]})
+
+
 @pytest.mark.parametrize("theme", ["light", "dark", "contrast"])
 def test_every_page_passes_axe_in_every_theme(page: Page, server, pages_to_check, theme):
     page.goto(server.url + "/")
@@ -60,9 +68,30 @@ def test_every_page_passes_axe_in_every_theme(page: Page, server, pages_to_check
             drawn(page)
         if "/jobs/" in path:
             expect(page.locator(".hosts-summary")).to_contain_text("2 ranks on 1 node;")
-        page.add_script_tag(content=AXE)
-        # a theme changes colours alone: the other rules are asked once, in the light theme
-        violations = page.evaluate(VIOLATIONS, {} if theme == "light" else {"runOnly": ["color-contrast"]})
-        if violations:
-            found[path] = violations
+        if seen := violations(page, theme):
+            found[path] = seen
     assert not found, found
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    live = LiveServer(tmp_path_factory.mktemp("paralab-a11y-lab"), env={
+        "PARALAB_AUTH": "on", "PARALAB_ADMIN_PASSWORD": "admin-secret-1", "PARALAB_SECRET_KEY": "test-key"}).start()
+    yield live
+    live.stop()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark", "contrast"])
+def test_the_hosted_labs_pages_pass_axe_in_every_theme(page: Page, lab, theme):
+    page.goto(lab.url + "/login")
+    page.evaluate(f"localStorage.setItem('paralab:theme', '{theme}')")
+    page.reload()
+    found = {"/login": violations(page, theme)}
+    sign_in(page, lab.url + "/admin", "admin", "admin-secret-1")
+    expect(page.locator("#users tr[data-user='admin']")).to_be_visible()     # its tables filled
+    found["/admin"] = violations(page, theme)
+    for path in ("/problems", "/problems/fg_operators"):
+        page.goto(lab.url + path)
+        expect(page.locator(".problem-card, .statement > *").first).to_be_visible()
+        found[path] = violations(page, theme)
+    assert not {path: seen for path, seen in found.items() if seen}, found
