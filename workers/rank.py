@@ -25,6 +25,8 @@ from workers.protocol import Log, Rank
 from workers.tracer import Tracer
 import workers.dispatch_trace  # noqa: F401  Tracer.install's (it imports DTensor): in the warm process, not in each traced rank
 
+TORCH_TIMEOUT_MARGIN_S = 5.0   # torch's own timeouts end this long after the run's wall-clock limit
+
 
 def _device(backend: str, rank: int) -> torch.device:
     if backend == "nccl":
@@ -51,7 +53,7 @@ def run_rank(request: LaunchRequest, rank: int, store_path: str) -> int:
         device = _device(request.backend, rank)
         store = rendezvous_store(request, rank, store_path)
         dist.init_process_group(request.backend, store=store, rank=rank, world_size=request.world_size,
-                                timeout=timedelta(seconds=max(request.time_limit_s, 1)))
+                                timeout=_outliving_the_limit(request))
         if request.trace:
             tracer.install()
             comm.use_tracer(tracer)
@@ -77,7 +79,14 @@ def rendezvous_store(request: LaunchRequest, rank: int, store_path: str):
         return dist.FileStore(store_path, request.world_size)
     host, port = request.store.rsplit(":", 1)
     return dist.TCPStore(host, int(port), request.world_size, is_master=rank == 0,
-                         timeout=timedelta(seconds=max(request.time_limit_s, 1)), wait_for_workers=False)
+                         timeout=_outliving_the_limit(request), wait_for_workers=False)
+
+
+def _outliving_the_limit(request: LaunchRequest) -> timedelta:
+    """torch's own timeout for a collective or the store: past the run's wall-clock limit, so that the
+    supervisor's limit ends a stuck run (a "timeout") before a rank's own timeout does (equal, a loaded
+    machine could let a waiting rank raise first: a "crash" of a run that had simply run out of time)."""
+    return timedelta(seconds=max(request.time_limit_s, 1) + TORCH_TIMEOUT_MARGIN_S)
 
 
 def _store_host_leaves_last(store, rank: int, world_size: int) -> None:
