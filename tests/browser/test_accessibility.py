@@ -13,6 +13,7 @@ from importlib.resources import files
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests import web
 from tests.browser.conftest import counter, drawn
 from tests.browser.sign_in import sign_in
 from tests.conftest import REPO, LiveServer, free_port
@@ -26,7 +27,7 @@ VIOLATIONS = """async (rules) => (await axe.run(document, { resultTypes: ["viola
 
 # a run of each kind of page: collectives, tensor and pipeline parallelism, ZeRO's memory, DTensor's
 # shards, FSDP2, a hang's report (the playground's deadlock: the flight recorder, the mismatch), and a
-# torchrun job's (its hosts)
+# torchrun job's (its hosts); and a run waiting in step mode (the stepper)
 RUNS = [("collectives", 2, {}), ("tp_mlp", 2, {}), ("pp", 2, {}), ("zero", 2, {}), ("dtensor", 2, {}),
         ("fsdp2", 2, {})]
 
@@ -48,22 +49,36 @@ def pages_to_check(server) -> list[str]:
     return ["/", "/playground", *(f"/lessons/{run['lesson']}?run={run['id']}" for run in runs), page]
 
 
+# axe's rules, and one of its experimental ones: a control's name holds the words it shows (voice control)
+EVERY_RULE = {"rules": {"label-content-name-mismatch": {"enabled": True}}}
+
+
 def violations(page: Page, theme: str) -> list[dict]:
     """axe's findings on the page open now; a theme changes colours alone, so the other rules are
     asked once, in the light theme."""
     page.add_script_tag(content=AXE)
-    return page.evaluate(VIOLATIONS, {} if theme == "light" else {"runOnly": ["color-contrast"]})
+    return page.evaluate(VIOLATIONS, EVERY_RULE if theme == "light" else {"runOnly": ["color-contrast"]})
+
+
+@pytest.fixture(scope="module")
+def stepping(server):
+    """A run in step mode, its ranks waiting at their first gate: the stepper and its release buttons."""
+    run = server.start_run("tp_mlp", 2, step=True)
+    yield f"/lessons/tp_mlp?run={run['id']}"
+    web.delete(f"{server.url}/api/runs/{run['id']}")
 
 
 @pytest.mark.parametrize("theme", ["light", "dark", "contrast"])
-def test_every_page_passes_axe_in_every_theme(page: Page, server, pages_to_check, theme):
+def test_every_page_passes_axe_in_every_theme(page: Page, server, pages_to_check, stepping, theme):
     page.goto(server.url + "/")
     page.evaluate(f"localStorage.setItem('paralab:theme', '{theme}')")
     found = {}
-    for path in pages_to_check:
+    for path in [*pages_to_check, stepping]:
         page.goto(server.url + path)
         expect(page.locator("html")).to_have_attribute("data-theme", theme)
-        if "run=" in path or "/jobs/" in path:
+        if path == stepping:
+            expect(page.locator(".stepper-rank .release").first).to_be_enabled(timeout=30_000)
+        elif "run=" in path or "/jobs/" in path:
             expect(counter(page)).to_have_text(re.compile(r"seq ([1-9]\d*) / \1$"), timeout=30_000)   # at the run's end
             drawn(page)
         if "/jobs/" in path:

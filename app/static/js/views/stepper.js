@@ -126,7 +126,7 @@ export function renderStepper(container, state, ctx) {
           step.detail ? h("span", { class: "stepper-detail" }, step.detail) : null),
         !ctx.live ? null : h("button", { type: "button", class: "release", "data-action": `release-${rank}`,
                       disabled: disabled || step.kind !== "gate", onclick: () => actions.release(rank),
-                      "aria-label": t(rank < 10 ? "release rank {rank} (key {rank})" : "release rank {rank}", { rank }) },
+                      title: t(rank < 10 ? "release rank {rank} (key {rank})" : "release rank {rank}", { rank }) },   // named by what it shows
           "release ", rank < 10 ? key(String(rank)) : `rank ${rank}`)))),
     !ctx.live ? null : h("p", { class: "stepper-keys" },
       key("0"), "–", key("9"), " release that rank · ", key("a"), " or ", key("Enter"), " release all · ",
