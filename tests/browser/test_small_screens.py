@@ -35,6 +35,9 @@ def test_headings_status_and_scrubber_fit_the_screen(sized_page, server, width, 
     drawn(page)
     assert page.evaluate(HEADINGS_UNDER_TOOLS) == []
     assert status.evaluate("pill => pill.scrollWidth <= pill.clientWidth"), status.inner_text()   # not cut off
+    where = page.locator(".source-where")                           # at the run's end: no line of the code
+    expect(where).to_have_text("No line of this code at this step.")
+    assert where.evaluate("line => line.scrollWidth <= line.clientWidth")                          # whole
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     if width < 600:
         assert page.locator("#scrubber").bounding_box()["height"] < 0.2 * height

@@ -73,8 +73,8 @@ export function renderSource(container, state, { sources, onPick }) {
       });
     }
   } else {
-    morph(where, state.event ? "No line at this step: the current event names no line of this code."
-      : "The line the current event comes from is highlighted here.");
+    morph(where, state.event ? "No line of this code at this step."   // short: one line, not cut off
+      : "The current event's line is highlighted here.");
   }
 }
 
