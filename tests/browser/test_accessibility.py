@@ -110,3 +110,16 @@ def test_the_hosted_labs_pages_pass_axe_in_every_theme(page: Page, lab, theme):
         expect(page.locator(".problem-card, .statement > *").first).to_be_visible()
         found[path] = violations(page, theme)
     assert not {path: seen for path, seen in found.items() if seen}, found
+
+
+def test_the_hosted_labs_pages_fit_a_phone(sized_page, lab):
+    """The lab's pages at 390 px, signed in as the admin: what is wider (the admin's tables) scrolls in
+    its own box, never the page sideways (tests/browser/test_small_screens.py does the lessons')."""
+    page = sized_page(390, 844)
+    sign_in(page, lab.url + "/admin", "admin", "admin-secret-1")
+    expect(page.locator("#users tr[data-user='admin']")).to_be_attached()
+    for path in ("/admin", "/problems", "/problems/fg_operators", "/"):
+        if path != "/admin":
+            page.goto(lab.url + path)
+        expect(page.locator("main").first).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
