@@ -56,3 +56,29 @@ def test_no_page_is_wider_than_a_phone(sized_page, server):
                 page.locator(".params-toggle").click()
             expect(page.locator("#form-fields")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+
+
+def test_arrows_scroll_a_wide_box_with_the_focus(sized_page, server):
+    """On a phone the source is wider than its box: with the focus on it, ← and → scroll it sideways
+    (the browser's keys) and do not step; Space still steps, and off the box → steps again."""
+    page = sized_page(390, 844)
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
+    page.locator(".run-button").click()
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+    cursor = "window.paralab.store.state.cursor"
+    page.keyboard.press("Home")
+    code = page.locator(".source-code")
+    assert code.evaluate("box => box.scrollWidth > box.clientWidth"), "the source fits: nothing to scroll"
+    code.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.querySelector('.source-code').scrollLeft > 0")
+    assert page.evaluate(cursor) == 0
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("document.querySelector('.source-code').scrollLeft === 0")
+    page.keyboard.press(" ")
+    assert page.evaluate(cursor) == 1
+    page.locator("h1").first.click()                                 # the focus off the box
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(cursor) == 2

@@ -1,7 +1,8 @@
 /**
  * Keyboard first: Space or → next event, ← previous, Home first, End last; ] and [ the next and
  * previous collective or send/recv, } and { the next and previous microbatch — long runs are crossed
- * call by call, not event by event. Keys typed into a form field (text, number, select) are left alone.
+ * call by call, not event by event. Keys typed into a form field (text, number, select) are left alone,
+ * and so are ← and → on a box that scrolls sideways (a wide table with the focus): they scroll it.
  */
 
 import { isCall } from "paralab/store.js";
@@ -29,6 +30,12 @@ export function typing(target) {
   return false;
 }
 
+/** Whether `target` is a box that scrolls sideways now: the browser's own ← and → scroll it. */
+export function scrollsSideways(target) {
+  return target instanceof HTMLElement && target.scrollWidth > target.clientWidth + 1
+    && ["auto", "scroll"].includes(getComputedStyle(target).overflowX);
+}
+
 export function bindKeyboard(store) {
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
@@ -47,6 +54,7 @@ export function bindKeyboard(store) {
     // Radios keep their arrows (choosing the world size). Space always steps, even on a focused button:
     // in a lecture, a Space meant for "next" must never press Run again (Enter still presses buttons).
     if (event.target instanceof HTMLInputElement && event.target.type === "radio" && event.key.startsWith("Arrow")) return;
+    if (event.key.startsWith("Arrow") && scrollsSideways(event.target)) return;
     event.preventDefault();
     action();
   });
