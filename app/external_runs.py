@@ -58,15 +58,19 @@ class ExternalRuns:
         self._jobs: dict[str, Job] = {}           # job key → the job's open run
         self._by_run: dict[str, Job] = {}
 
-    def join(self, key: str, world_size: int, rank: int, member: str = "", owner: str | None = None) -> Run:
+    def join(self, key: str, world_size: int, rank: int, member: str = "", owner: str | None = None,
+             script: dict | None = None) -> Run:
         """The run of job `key` (opened by its first rank). A rank joining again from another process
         means a new job under the same key (torchrun reused the id): it gets a new run; from the same
-        process (`member`: its join was sent again, the answer lost) it is the same run."""
+        process (`member`: its join was sent again, the answer lost) it is the same run. The first
+        `script` a rank brings ({"path", "text"}: each node's first rank does) is the run's source."""
         job = self._jobs.get(key)
         again = job is not None and rank in job.joined and (not member or job.joined[rank] != member)
         if job is None or job.run.final or again or job.run.world_size != world_size:
             job = self._open(key, world_size, owner)
         job.joined[rank] = member
+        if script is not None and "source" not in job.run.params:
+            job.run.params.update(source=script["text"], filename=script["path"])
         return job.run
 
     def job(self, run_id: str) -> Job | None:

@@ -27,6 +27,7 @@ MAX_QUEUED_BYTES = 64 * 1024 * 1024  # past this the newest events are dropped (
 REQUEST_TIMEOUT_S = 5.0           # a loaded server may be slow to answer; the rank never waits for it
 RETRY_AFTER_S = 1.0                 # after a failed request, the next try waits this long
 CLOCK_SAMPLES = 5
+MAX_SCRIPT_CHARS = 128 * 1024       # a job's script, as its join carries it (JSON): longer, it is not sent
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class ServerGone(Exception):
 
 class JobSender:
     def __init__(self, server: str, identity: RankIdentity, token: str | None = None, interval: float = 0.05,
-                 on_join: Callable[["JobSender"], None] | None = None):
+                 on_join: Callable[["JobSender"], None] | None = None, script: dict | None = None):
         parts = urlsplit(server if "//" in server else f"http://{server}")
         self.server = f"{parts.scheme}://{parts.netloc}"
         self._https, self._netloc = parts.scheme == "https", parts.netloc
@@ -52,6 +53,7 @@ class JobSender:
         self.token = token
         self.interval = interval
         self.on_join = on_join
+        self.script = script                # {"path", "text"}: the file the job runs, for its page's Source panel
         self.sent = 0
         self.dropped = 0
         self.page: str | None = None        # the run's page, once joined
@@ -111,7 +113,8 @@ class JobSender:
         self._run = None
         run = self._request("POST", "/api/external/join", {"job": who.job, "world_size": who.world_size,
                                                           "rank": who.rank, "node": who.node, "host": who.host,
-                                                          "member": self._member})
+                                                          "member": self._member,
+                                                          **({"script": self.script} if self.script else {})})
         self._clock = self._measure_clock()
         self._run, self.page = run, self.server + run["page"]
         self._send_batch([])                 # the server learns this rank's host and clock at once

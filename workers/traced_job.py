@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import importlib.abc
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -19,9 +20,11 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 
-from workers.job_sender import JobSender, RankIdentity
+from workers.job_sender import MAX_SCRIPT_CHARS, JobSender, RankIdentity
 from workers.protocol import Log
+from workers.site_path import shown_path
 
 ATTACHED = "PARALAB_TRACED_PID"     # set once a process is traced: its children (data loaders) are not
 
@@ -63,12 +66,28 @@ def attach(server: str, identity: RankIdentity, token: str | None = None, announ
         if announce:
             _say(f"paralab: rank {identity.rank} (node {identity.node}) traced live at {sender.page}")
 
-    sender = JobSender(server, identity, token, on_join=joined)
+    sender = JobSender(server, identity, token, on_join=joined, script=main_script() if announce else None)
     atexit.register(_finish, sender, identity.rank)     # first registered: runs after the tracer settles
     _when_imported("torch", lambda: _install_tracer(sender, identity.rank))
     _report_uncaught(sender, identity.rank)
     _say_goodbye_when_stopped(sender, identity.rank)
     return sender
+
+
+def main_script(argv: list[str] | None = None) -> dict | None:
+    """The file this rank runs (`python train.py …`, as torchrun starts it), named as the tracer's sites
+    name it, and its text: its page's Source panel shows it. None for `python -m module`, or a file
+    that is not UTF-8 text or is longer than its join may carry."""
+    argv = sys.argv if argv is None else argv
+    if not argv or not argv[0].endswith(".py"):
+        return None
+    try:
+        text = Path(argv[0]).read_bytes()[:MAX_SCRIPT_CHARS + 1].decode()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(json.dumps(text)) > MAX_SCRIPT_CHARS:
+        return None
+    return {"path": shown_path(argv[0]), "text": text}
 
 
 def _install_tracer(sender: JobSender, rank: int) -> None:

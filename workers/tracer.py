@@ -27,8 +27,8 @@ import torch.distributed.distributed_c10d as c10d
 from workers import preview as previews
 from workers.cost_model import bandwidths, wire_bytes
 from workers.protocol import MAX_EVENT_BYTES, P2P, PREVIEW_SIDE, SERVER_FIELDS_BYTES, Collective, Encoded, Tensor, encode
+from workers.site_path import shown_path
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
 _SKIPPED_FILES = {str(Path(__file__).resolve()), str(Path(__file__).resolve().parent / "comm.py"),
                   str(Path(__file__).resolve().parent / "dispatch_trace.py")}
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
@@ -455,12 +455,7 @@ def _shown_path(filename: str) -> str | None:
     makes many calls from the same few files."""
     if filename in _SKIPPED_FILES or filename.startswith(_TORCH_DIR):
         return None
-    path = Path(filename)
-    try:
-        path = path.resolve().relative_to(_REPO_ROOT)
-    except ValueError:
-        pass
-    return str(path)
+    return shown_path(filename)
 
 
 _END_FIELDS = ("rank", "op", "group", "ranks", "cseq", "reduce_op", "root", "peer", "tag", "shape", "dtype",

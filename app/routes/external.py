@@ -17,6 +17,7 @@ from starlette.requests import HTTPConnection
 from app.auth import auth_on
 from app.deps import SettingsDep
 from app.external_runs import ExternalRuns, Job
+from workers.job_sender import MAX_SCRIPT_CHARS
 from workers.protocol import decode, decode_stream
 
 router = APIRouter(prefix="/api/external", tags=["external jobs"])
@@ -43,6 +44,12 @@ class JobJoin(BaseModel):
     node: int = Field(0, ge=0, description="torchrun's node rank (GROUP_RANK)")
     host: str = Field("?", max_length=256)
     member: str = Field("", max_length=64, description="the rank's process, so that a join sent twice joins once")
+    script: JobScript | None = Field(None, description="the file the job runs, for its page's Source panel")
+
+
+class JobScript(BaseModel):
+    path: str = Field(min_length=1, max_length=4096, description="the file as the job's events' sites name it")
+    text: str = Field(max_length=MAX_SCRIPT_CHARS)
 
 
 class Goodbye(BaseModel):
@@ -82,7 +89,8 @@ async def join_job(body: JobJoin, external: ExternalDep, settings: SettingsDep, 
     _check_trace_token(request, settings)
     if body.rank >= body.world_size:
         raise HTTPException(422, detail=f"rank {body.rank} is not below the world size {body.world_size}")
-    run = external.join(body.job, body.world_size, body.rank, body.member, owner=settings.ADMIN_USER if auth_on(settings) else None)
+    run = external.join(body.job, body.world_size, body.rank, body.member, owner=settings.ADMIN_USER if auth_on(settings) else None,
+                        script=body.script.model_dump() if body.script else None)
     return {"run": run.id, "token": run.token, "page": f"/jobs/{run.id}"}
 
 

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from workers.job_sender import MAX_SCRIPT_CHARS
 from workers.protocol import Collective, Log
 
 
@@ -42,9 +43,10 @@ def client(tmp_path):
         yield client
 
 
-def join(client, rank, job="job-a/0", world_size=4, node=0, host="node-a", member=None, **headers):
+def join(client, rank, job="job-a/0", world_size=4, node=0, host="node-a", member=None, script=None, **headers):
     return client.post("/api/external/join", json={"job": job, "world_size": world_size, "rank": rank, "node": node,
-                                                   "host": host, "member": member or f"process-{rank}"}, headers=headers)
+                                                   "host": host, "member": member or f"process-{rank}",
+                                                   **({"script": script} if script else {})}, headers=headers)
 
 
 def post(client, joined, rank, messages, node=0, host="node-a", offset=0.0, rtt=0.002, **headers):
@@ -79,6 +81,17 @@ def test_the_ranks_of_one_job_share_one_run_and_another_job_gets_its_own(client)
     assert again["run"] != first[0]["run"]
     run = client.get(f"/api/runs/{first[0]['run']}").json()
     assert (run["lesson"], run["world_size"], run["status"], run["params"]) == ("torchrun", 4, "running", {"job": "job-a/0"})
+
+
+def test_the_first_script_a_rank_brings_is_the_runs_source(client):
+    first = join(client, 1).json()                                        # rank 1 of node 0: no script
+    join(client, 0, script={"path": "/home/ada/train.py", "text": "dist.barrier()\n"})
+    join(client, 2, node=1, script={"path": "/scratch/ada/train.py", "text": "dist.barrier()  # node 1\n"})
+    run = client.get(f"/api/runs/{first['run']}").json()
+    assert run["params"] == {"job": "job-a/0", "source": "dist.barrier()\n", "filename": "/home/ada/train.py"}
+    too_long = join(client, 3, script={"path": "/home/ada/train.py", "text": "x" * (MAX_SCRIPT_CHARS + 1)})
+    assert too_long.status_code == 422 and "text" in too_long.text
+    assert join(client, 3, script={"path": "", "text": ""}).status_code == 422
 
 
 def test_times_are_put_on_the_server_clock_with_each_nodes_offset(client):

@@ -2,7 +2,8 @@
 each, feed one paralab run: node 0 started by `paralab trace -- torchrun …`, node 1 by
 `python -m torch.distributed.run …` with PARALAB_SERVER (and the hook on PYTHONPATH, as
 `paralab trace --env` prints them) from another directory. The run holds every rank's calls on one
-clock, and its page in Chromium shows the ranks grouped by host with each host's clock skew."""
+clock, and its page in Chromium shows the ranks grouped by host with each host's clock skew, and the
+script with the line of the current call."""
 
 from __future__ import annotations
 
@@ -93,3 +94,13 @@ def test_two_torchrun_nodes_feed_one_run_whose_page_groups_the_ranks_by_host(pag
         expect(card.locator(".rank-chip")).to_have_text(ranks)
         expect(card.locator(".host-clock")).to_contain_text("skew ±")
     expect(page.locator("#lanes .lane")).to_have_count(4)
+
+    assert (run["params"]["filename"], run["params"]["source"]) == ("tests/app/jobs/ring_job.py", JOB.read_text())
+    page.keyboard.press("Home")
+    page.keyboard.press("]")                                  # the first call: the script's all_reduce
+    all_reduce = JOB.read_text().splitlines().index("dist.all_reduce(x)") + 1
+    source = page.locator("#source")
+    expect(source.locator(".source-tab")).to_have_text(["jobs/ring_job.py"])
+    expect(source.locator(".source-where")).to_contain_text(f"jobs/ring_job.py:{all_reduce}")
+    expect(source.locator(".line.current")).to_have_attribute("data-line", str(all_reduce))
+    expect(source.locator(".line.current")).to_contain_text("dist.all_reduce(x)")

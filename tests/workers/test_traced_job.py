@@ -15,9 +15,23 @@ import pytest
 from app.cli_trace import HOOK_DIR, job_environment
 from tests import web
 from tests.conftest import REPO, free_port
-from workers.traced_job import identity_from_environment
+from workers.job_sender import MAX_SCRIPT_CHARS
+from workers.traced_job import identity_from_environment, main_script
 
 JOB = REPO / "tests" / "app" / "jobs" / "ring_job.py"
+
+
+def test_the_script_a_rank_runs_is_what_its_page_shows(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import torch  # 训练\n")
+    assert main_script([str(script), "--epochs", "2"]) == {"path": str(script.resolve()), "text": "import torch  # 训练\n"}
+    assert main_script([str(JOB)])["path"] == "tests/app/jobs/ring_job.py"       # inside the repository: as its sites say
+    assert main_script(["-m"]) is None                                            # python -m: no file to show
+    assert main_script([str(tmp_path / "gone.py")]) is None
+    (tmp_path / "latin1.py").write_bytes(b"# caf\xe9\n")
+    assert main_script([str(tmp_path / "latin1.py")]) is None                     # not UTF-8
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_SCRIPT_CHARS // 6 + 1))
+    assert main_script([str(tmp_path / "long.py")]) is None                       # past what a join carries
 
 
 def test_a_rank_is_named_by_torchruns_variables():
@@ -112,9 +126,12 @@ def test_with_the_pth_hook_installed_paralab_server_alone_traces_a_rank(server, 
     env.pop("PYTHONPATH", None)
     out = subprocess.run([python, str(JOB)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0 and "dropped" not in out.stderr, out.stderr
-    run = next(r for r in web.get(f"{server.url}/api/runs").json() if r["params"] == {"job": f"{job}/0"})
+    run = next(r for r in web.get(f"{server.url}/api/runs").json() if r["params"].get("job") == f"{job}/0")
     assert run["status"] == "done"
     log = web.get(f"{server.url}/api/runs/{run['id']}/events").text
     assert '"op":"all_reduce"' in log and '"op":"barrier"' in log
+    # the script, named as its calls' sites name it: the page's Source panel finds their lines in it
+    assert (run["params"]["filename"], run["params"]["source"]) == ("tests/app/jobs/ring_job.py", JOB.read_text())
+    assert '"site":"tests/app/jobs/ring_job.py:' in log
     removed = subprocess.run([python, "-m", "app", "trace", "--uninstall-hook"], cwd=REPO, capture_output=True, text=True)
     assert removed.returncode == 0 and not list((tmp_path / "venv").rglob("paralab_trace.pth"))

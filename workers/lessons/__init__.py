@@ -20,8 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from workers.site_path import shown_path
+
 LESSONS_DIR = Path(__file__).resolve().parent
-_REPO_ROOT = LESSONS_DIR.parent.parent
 __path__.extend(p for p in os.environ.get("PARALAB_LESSONS_PATH", "").split(os.pathsep) if p)  # noqa: F821
 TEXT_SECTIONS = ("title", "summary", "params", "text", "errors")   # what a texts.<lang>.json may hold
 
@@ -79,9 +80,8 @@ class Lesson:
         """(path as the tracer's `site` names it, text) for each file the page shows."""
         files = []
         for name in self.sources:
-            path = (self.dir / name).resolve()
-            shown = path.relative_to(_REPO_ROOT) if path.is_relative_to(_REPO_ROOT) else path
-            files.append((str(shown), path.read_text()))
+            path = self.dir / name
+            files.append((shown_path(str(path)), path.read_text()))
         return files
 
     def explanation(self, lang: str = "en") -> str:

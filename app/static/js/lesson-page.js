@@ -114,9 +114,10 @@ function renderPill(live = null) {
 // A quiet running run counts its seconds towards the hang timeout in the pill (nothing else changes).
 setInterval(() => { if (store.state.run && !store.state.final && !store.state.run.step) renderPill(); }, 1000);
 
-/** A run of one's own program shows its own file (the `script` lesson's run carries its text). */
+/** A run of one's own program shows its own file (the `script` lesson's run carries its text, and a
+ * torchrun job's the script its ranks ran). */
 function runSources(run) {
-  if (run?.lesson !== "script") return null;
+  if (run?.lesson !== "script" && run?.lesson !== "torchrun") return null;
   const { source, filename } = run.params || {};
   return typeof source === "string" && typeof filename === "string" ? [{ path: filename, text: source }] : null;
 }
