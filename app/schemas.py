@@ -14,6 +14,9 @@ class LessonPublic(BaseModel):
     params: dict[str, Any] = Field(description="JSON schema of the lesson's parameters")
     world_sizes: list[int]
     default_world_size: int = Field(description="the world size the page offers first: the default parameters fit it")
+    defaults_by_world_size: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "{world size: {parameter: default}}: defaults that depend on the number of ranks, over the schema's "
+        "(3D parallelism's tp, pp, dp); a run that omits them gets them"))
     texts: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "{lang: the lesson's texts.<lang>.json}: its title, summary, parameter help and event strings "
         "translated (docs/i18n.md)"))

@@ -24,7 +24,8 @@ def lesson_public(lesson: Lesson, choices: dict[str, list] | None = None) -> dic
         schema["properties"][field]["enum"] = values
     return {"id": lesson.id, "title": lesson.title, "summary": lesson.summary,
             "params": schema, "world_sizes": list(lesson.world_sizes),
-            "default_world_size": lesson.default_world_size, "texts": lesson.texts()}
+            "default_world_size": lesson.default_world_size, "texts": lesson.texts(),
+            "defaults_by_world_size": {str(n): d for n in lesson.world_sizes if (d := lesson.params.defaults_for(n))}}
 
 
 async def known_choices(launcher: Launcher, lesson: Lesson) -> dict[str, list]:

@@ -4,7 +4,8 @@ dp·(pp·tp) + stage·tp + tp_rank where it belongs, and every traced call runs 
 belongs to (TP's f and g in `tp`, the pipeline's send/recv in `pp`, the gradient sync in `dp`); the
 two misplaced DP syncs cost m times the traffic, or the right gradients; impossible grids are refused,
 and so is a misplaced DP sync at dp = 1 (nothing to average: it could not go wrong); at dp = 1 no
-gradient sync is made and dp_sync_bytes is 0."""
+gradient sync is made and dp_sync_bytes is 0; a run that gives no grid gets the most even one its
+number of ranks allows."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests import web
 from tests.app.helpers import of_rank, run_all, run_count
+from workers.lessons import LESSONS
 
 HIDDEN, FFN = 8, 16                                                # the lesson's defaults
 
@@ -42,7 +44,8 @@ SPECS.update({key(GRIDS[0], mistake): (GRIDS[0], mistake) for mistake in MISTAKE
 @pytest.fixture(scope="module")
 def finished(server) -> dict[str, dict]:
     specs = [("three_d", grid[0] * grid[1] * grid[2], params_of(grid, mistake)) for grid, mistake in SPECS.values()]
-    return dict(zip(SPECS, run_all(server, specs)))
+    specs.append(("three_d", 6, {}))                                   # no grid given: the one for 6 ranks
+    return dict(zip([*SPECS, "defaults at 6"], run_all(server, specs)))
 
 
 def rank_of(d: int, s: int, t: int, tp: int, pp: int) -> int:
@@ -205,3 +208,26 @@ def test_impossible_grids_are_refused(server, world, params, field, words):
     assert list(errors) == [("body", "params", field)], errors
     for word in words:
         assert word in errors[("body", "params", field)]
+
+
+def test_each_number_of_ranks_has_a_default_grid_that_fills_it(server):
+    defaults = web.get(f"{server.url}/api/lessons").json()
+    by_size = next(lesson for lesson in defaults if lesson["id"] == "three_d")["defaults_by_world_size"]
+    assert by_size == {"1": {"tp": 1, "pp": 1, "dp": 1}, "2": {"tp": 2, "pp": 1, "dp": 1},
+                       "3": {"tp": 1, "pp": 3, "dp": 1},    # ffn=16 does not split 3 ways: no tp of 3
+                       "4": {"tp": 2, "pp": 2, "dp": 1},
+                       "5": {"tp": 1, "pp": 1, "dp": 5},    # 4 microbatches cannot feed 5 stages
+                       "6": {"tp": 2, "pp": 3, "dp": 1}, "7": {"tp": 1, "pp": 1, "dp": 7},
+                       "8": {"tp": 2, "pp": 2, "dp": 2}}
+    for size, grid in by_size.items():
+        LESSONS["three_d"].validate({}, int(size))                   # the other defaults fit it too
+    given = LESSONS["three_d"].validate({"tp": 1, "pp": 4}, 4).model_dump()     # what is given is kept
+    assert (given["tp"], given["pp"], given["dp"]) == (1, 4, 1)
+
+
+def test_a_run_that_gives_no_grid_runs_the_default_one(finished):
+    got = finished["defaults at 6"]
+    assert got["run"]["status"] == "done", got["run"]
+    assert {k: got["run"]["params"][k] for k in ("tp", "pp", "dp")} == {"tp": 2, "pp": 3, "dp": 1}
+    assert {e["group"] for e in got["events"] if e["kind"] == "p2p"} == {"pp"}       # three stages
+    assert {len(e["ranks"]) for e in got["events"] if e.get("group") == "tp"} == {2}

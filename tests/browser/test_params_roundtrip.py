@@ -98,3 +98,25 @@ def test_an_unticked_box_in_the_address_runs_unticked_and_presents_unticked(page
     expect(page.locator("#param-sweep")).not_to_be_checked()
     assert page.evaluate(READ_FORM)["params"]["sweep"] is False
     assert page.evaluate(READ_FORM)["params"]["op"] == "broadcast"
+
+
+def test_fields_not_typed_into_follow_the_number_of_ranks_chosen(page: Page, server):
+    """3D parallelism's grid must fill its ranks: each number of ranks chosen shows a grid that does (and
+    starts), and a field the viewer typed into keeps what they typed."""
+    page.goto(f"{server.url}/lessons/three_d")
+    expect(page.locator(".run-button")).to_be_enabled()
+    for size in (4, 6, 1, 8):
+        page.get_by_role("radio", name=str(size), exact=True).check()
+        shown = page.evaluate(READ_FORM)
+        grid = [shown["params"][k] for k in ("tp", "pp", "dp")]
+        assert grid[0] * grid[1] * grid[2] == size, (size, grid)
+        LESSONS["three_d"].validate(shown["params"], size)
+    page.get_by_role("radio", name="4", exact=True).check()
+    expect(page.locator(".params-summary")).to_contain_text("4 ranks · tp 2 · pp 2 · dp 1")
+    page.get_by_role("button", name="▶ Run").click()
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+
+    page.locator(".params-toggle").click()
+    page.locator("#param-tp").fill("1")
+    page.get_by_role("radio", name="2", exact=True).check()
+    assert [page.evaluate(READ_FORM)["params"][k] for k in ("tp", "pp", "dp")] == [1, 1, 1]   # tp as typed

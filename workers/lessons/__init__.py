@@ -57,8 +57,10 @@ class Lesson:
         return f"workers.lessons.{self.id}.program"
 
     def validate(self, params: dict, world_size: int) -> BaseModel:
-        """Parameters checked against the lesson's rules for this world size (raises ValidationError)."""
-        return self.params.model_validate(params, context={"world_size": world_size})
+        """Parameters checked against the lesson's rules for this world size (raises ValidationError);
+        those not given take their defaults for this world size."""
+        return self.params.model_validate({**self.params.defaults_for(world_size), **params},
+                                          context={"world_size": world_size})
 
     @property
     def dir(self) -> Path:

@@ -16,6 +16,13 @@ class LessonParams(BaseModel):
 
     model_config = ConfigDict(validate_default=True, extra="forbid", allow_inf_nan=False)
 
+    @classmethod
+    def defaults_for(cls, world_size: int) -> dict:
+        """Defaults that depend on the number of ranks, over the fields' own (none here; 3D
+        parallelism's grid must fill its ranks). A run that omits them gets them, and the page's form
+        shows them when that number is chosen."""
+        return {}
+
 
 def world_size(info: ValidationInfo) -> int:
     return (info.context or {}).get("world_size", 1)

@@ -1,6 +1,6 @@
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from workers.lessons import Lesson
 from workers.lessons.params import LessonParams, SEED_MAX, rule, world_size
@@ -16,6 +16,16 @@ class ThreeDParams(LessonParams):
     seed: int = Field(0, ge=0, le=SEED_MAX)
     mistake: Literal["none", "sync_every_microbatch", "sync_before_last_backward"] = Field(
         "none", description="where the DP gradient sync goes wrong inside a pipeline")
+
+    @classmethod
+    def defaults_for(cls, world_size: int) -> dict:
+        """tp × pp × dp filling `world_size` ranks, as even a grid as the other defaults allow (8: 2 × 2 × 2,
+        4: 2 × 2 × 1; ffn=16 takes no tp of 3, 4 microbatches no pp of 5); ties go to tp, then pp."""
+        grids = [(tp, pp, world_size // (tp * pp)) for tp in range(1, world_size + 1)
+                 for pp in range(1, world_size // tp + 1) if world_size % (tp * pp) == 0]
+        fitting = [grid for grid in grids if _fits(cls, dict(zip(GRID, grid)), world_size)]
+        best = min(fitting, key=lambda grid: (max(grid) - min(grid), [-n for n in grid]), default=None)
+        return dict(zip(GRID, best)) if best else {}
 
     @field_validator("dp")
     @classmethod
@@ -49,6 +59,17 @@ class ThreeDParams(LessonParams):
         if value % info.data.get("tp", 1):
             raise rule("three_d.ffn_splits", "ffn={value} must be divisible by tp={tp}", value=value, tp=info.data["tp"])
         return value
+
+
+GRID = ("tp", "pp", "dp")
+
+
+def _fits(params: type[LessonParams], values: dict, world_size: int) -> bool:
+    try:
+        params.model_validate(values, context={"world_size": world_size})
+    except ValidationError:
+        return False
+    return True
 
 
 LESSON = Lesson(

@@ -96,8 +96,11 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   const fields = form.querySelector(".param-fields");
   const props = Object.entries(schema.properties || {}).map(([name, prop]) => [name, resolve(schema, prop)]);
   const unlinked = new Set(props.filter(([, p]) => isUnlinked(p)).map(([n]) => n));
+  const sizes = lesson.world_sizes.filter((n) => n <= maxRanks);
+  const current = [Number(values.world_size), lesson.default_world_size, 2].find((n) => sizes.includes(n)) ?? sizes[0];
+  const defaultOf = (name, prop, size) => lesson.defaults_by_world_size?.[size]?.[name] ?? prop.default;
   fill(fields, props.map(([name, prop]) => {
-    const value = (unlinked.has(name) ? undefined : values.params?.[name]) ?? prop.default;   // not from an address
+    const value = (unlinked.has(name) ? undefined : values.params?.[name]) ?? defaultOf(name, prop, current);   // not from an address
     return h("div", { class: "field", "data-field": name },
       h("label", { for: `param-${name}`, translate: "no" }, identifier(name)),
       control(name, prop, value),
@@ -107,12 +110,20 @@ export function buildParamsForm(form, lesson, { maxRanks, values = {} }) {
   form.dataset.types = JSON.stringify(Object.fromEntries(props.map(([n, p]) => [n, p.type || (p.enum ? "enum" : "string")])));
   form.dataset.unlinked = JSON.stringify([...unlinked]);
 
-  const sizes = lesson.world_sizes.filter((n) => n <= maxRanks);
-  const current = [Number(values.world_size), lesson.default_world_size, 2].find((n) => sizes.includes(n)) ?? sizes[0];
-  fill(form.querySelector(".world-size-options"), sizes.map((n) =>
+  const options = form.querySelector(".world-size-options");
+  fill(options, sizes.map((n) =>
     h("label", { class: "segment" },
       h("input", { type: "radio", name: "world_size", value: n, checked: n === current, "aria-describedby": "error-world_size" }),
       h("span", {}, String(n)))));
+  // A field the viewer has not typed into follows its default for the number of ranks chosen (3D's grid).
+  fields.oninput = fields.onchange = (event) => event.target.closest?.(".field")?.setAttribute("data-edited", "");
+  options.onchange = () => {
+    const size = Number(form.querySelector('input[name="world_size"]:checked')?.value);
+    const untouched = props.filter(([name]) => !fields.querySelector(`[data-field="${CSS.escape(name)}"]`)?.hasAttribute("data-edited"));
+    writeParamsForm(form, { world_size: size, params: Object.fromEntries(untouched
+      .filter(([name]) => Object.values(lesson.defaults_by_world_size || {}).some((d) => name in d))
+      .map(([name, prop]) => [name, defaultOf(name, prop, size)])) });
+  };
 }
 
 /** {world_size, params} as typed values. */
