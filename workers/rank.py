@@ -6,7 +6,6 @@ Runs in a process forked (or taken warm) by the launcher; torch is already impor
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import time
 import traceback
@@ -22,6 +21,7 @@ from workers.lab import Lab
 from workers.launch_request import LaunchRequest
 from workers.lessons import LESSONS
 from workers.protocol import Log, Rank
+from workers.site_path import shown_path
 from workers.tracer import Tracer
 import workers.dispatch_trace  # noqa: F401  Tracer.install's (it imports DTensor): in the warm process, not in each traced rank
 
@@ -111,14 +111,9 @@ def _error_event(rank: int, t: float, exc: BaseException) -> dict:
     site = None
     if lesson_frames:
         last = lesson_frames[-1]
-        site = f"{_relative(last.filename)}:{last.lineno}"
+        site = f"{shown_path(last.filename)}:{last.lineno}"
     return Log(level="error", rank=rank, t=t, message=f"{type(exc).__name__}: {exc}", site=site,
                traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:]).to_dict()
-
-
-def _relative(filename: str) -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.relpath(filename, root) if filename.startswith(root) else filename
 
 
 if __name__ == "__main__":  # pragma: no cover - debugging aid: python -m workers.rank REQUEST_JSON RANK STORE
