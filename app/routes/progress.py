@@ -50,8 +50,9 @@ LearnerDep = Annotated[User, Depends(signed_in_learner)]
 
 @router.get("")
 def read_progress(user: LearnerDep, request: Request) -> dict:
-    """The signed-in learner's progress, lesson by lesson."""
-    return {"lessons": request.app.state.accounts.progress(user.name)}
+    """The signed-in learner's progress, lesson by lesson, and whose it is (`user`: a browser keeps
+    one account's progress, never hands it to the next account signed in there)."""
+    return {"user": user.name, "lessons": request.app.state.accounts.progress(user.name)}
 
 
 @router.put("")

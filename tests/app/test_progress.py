@@ -28,7 +28,7 @@ def test_two_browsers_of_one_learner_share_their_progress_and_saves_add_up(tmp_p
     for name in ("ada", "bob"):
         assert admin.post("/api/admin/users", json={"name": name, "password": f"{name}-pass-1"}).status_code == 201
     laptop, phone, bob = browser(app, "ada", "ada-pass-1"), browser(app, "ada", "ada-pass-1"), browser(app, "bob", "bob-pass-1")
-    assert laptop.get("/api/progress").json() == {"lessons": {}}
+    assert laptop.get("/api/progress").json() == {"user": "ada", "lessons": {}}
     saved = laptop.put("/api/progress", json={"lessons": {"ring_allreduce": {"ran": True, "answered": [1], "questions": 3}}})
     assert saved.status_code == 200
     merged = phone.put("/api/progress", json={"lessons": {"ring_allreduce": {"ran": False, "answered": [0], "questions": 3},

@@ -167,6 +167,7 @@ def audit_admin(page, base_url: str, admin: httpx.Client, look, report: dict) ->
     page.wait_for_selector("#runs tr[data-run]")
     page.wait_for_selector("#submissions tr[data-submission]")
     look("admin: work in flight")
+    assert page.locator('#users tr[data-user="admin"] td').first.inner_text() == "admin"   # a name, not 管理员
     create(page, "new-class", name="cs102")
     page.wait_for_selector("#classes td:text-is('cs102')")
     create(page, "new-class", name="cs102")

@@ -1,6 +1,7 @@
 /** Building DOM and SVG nodes from data, with text always set as text (never parsed as HTML).
  *  Every text child, `text`, and the words of `title`, `aria-label`, `placeholder` and `alt` are drawn in
- *  the reader's language: each is looked up as a key (`tText`, docs/i18n.md), so a view writes English. */
+ *  the reader's language: each is looked up as a key (`tText`, docs/i18n.md), so a view writes English.
+ *  An element made with `translate: "no"` keeps its text children as they are (a user named "admin"). */
 
 import { carryDrawn, noteDrawn, tText } from "paralab/i18n.js";
 
@@ -8,13 +9,15 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const WORDS = new Set(["title", "aria-label", "placeholder", "alt"]);
 
 function build(node, attrs, children) {
+  const literal = attrs?.translate === "no";
+  const text = (value) => (literal ? document.createTextNode(String(value)) : words(value));
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (key === "class") node.setAttribute("class", Array.isArray(value) ? value.filter(Boolean).join(" ") : value);
     else if (key === "style" && typeof value === "object") {
       for (const [prop, v] of Object.entries(value)) node.style.setProperty(prop.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), v);
     }
-    else if (key === "text") node.append(words(value));
+    else if (key === "text") node.append(text(value));
     else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
     else if (WORDS.has(key)) {
       const shown = tText(String(value));
@@ -24,7 +27,7 @@ function build(node, attrs, children) {
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : typeof child === "string" ? words(child) : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : typeof child === "string" ? text(child) : document.createTextNode(String(child)));
   }
   return node;
 }

@@ -72,8 +72,18 @@ export function bindSignIn(form, url) {
 export function bindSignOut() {
   document.querySelector('[data-action="sign-out"]')?.addEventListener("click", async () => {
     await api("POST", "/api/auth/logout");
+    forgetLearner();
     location.assign(here("/login"));
   });
+}
+
+/** What this browser kept of the learner who signs out — their drafts and progress — goes: on a lab's
+ * shared machine the next learner must see none of it. */
+export function forgetLearner() {
+  try {
+    const kept = Array.from({ length: localStorage.length }, (_, i) => localStorage.key(i));
+    for (const key of kept) if (/^paralab:(draft:|progress)/.test(key)) localStorage.removeItem(key);
+  } catch { /* private mode: nothing kept */ }
 }
 
 /** The top bar's user menu: sign out, and the form that changes your password. */

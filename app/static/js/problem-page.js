@@ -3,7 +3,7 @@
  * pages' Python highlighter), and the judge's answer per check — passed or failed, the failing ranks,
  * and the values that differ (index, got, expected) or the communication expected and performed.
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
- * in localStorage per problem. Submissions go through the fair queue; while one waits, its position shows,
+ * in localStorage per learner and problem (and forgotten when they sign out). Submissions go through the fair queue; while one waits, its position shows,
  * and Cancel takes it out of the queue or stops its judging. A verdict links to the run the judge
  * watched, recorded as the submission owner's run: the playground's page steps through it in replay.
  * The page's words are in the interface's language and drawn again when it changes. The problem's own
@@ -31,7 +31,7 @@ export async function startProblemPage(root) {
   const history = root.querySelector(".history");
   const submit = root.querySelector('[data-action="submit"]');
   const cancel = root.querySelector('[data-action="cancel"]');
-  const draftKey = `paralab:draft:${id}`;
+  const draftKey = `paralab:draft:${document.querySelector(".lab-user")?.dataset.user ?? ""}:${id}`;   // per learner
 
   const problem = await api("GET", `/api/problems/${id}`);
   problemTexts = problem.texts || {};

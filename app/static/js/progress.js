@@ -6,7 +6,9 @@
  * In the hosted lab it is kept per account too (GET/PUT /api/progress): the first time a page asks
  * (`syncProgress`), the account's progress and this browser's are merged both ways — what was done
  * here before signing in is added to the account, not lost — and each later change is sent. Progress
- * only grows: a run seen stays seen, an answered question stays answered. In the lecture mode (no
+ * only grows: a run seen stays seen, an answered question stays answered. The browser remembers whose
+ * progress it holds ("paralab:progress-of"): another account signed in on the same machine starts from
+ * its own, and signing out forgets it (`forgetLearner` in lab.js). In the lecture mode (no
  * `data-accounts` on the page's root) progress stays in the browser and the server is not asked.
  */
 
@@ -14,6 +16,7 @@ import { t } from "paralab/i18n.js";
 import { here } from "paralab/root.js";
 
 const KEY = "paralab:progress";
+const OWNER_KEY = "paralab:progress-of";   // the account this browser's progress was merged with
 
 function load() {
   try {
@@ -28,6 +31,14 @@ function save(all) {
   try {
     localStorage.setItem(KEY, JSON.stringify(all));
   } catch { /* private mode: progress is not kept */ }
+}
+
+function owner() {
+  try {
+    return localStorage.getItem(OWNER_KEY);
+  } catch {
+    return null;
+  }
 }
 
 const EMPTY = { ran: false, answered: [], questions: 0 };
@@ -53,8 +64,9 @@ export function syncProgress() {
     try {
       const response = await fetch(here("/api/progress"));
       if (!response.ok) return false;
-      const account = (await response.json()).lessons;
-      const local = load();
+      const { user, lessons: account } = await response.json();
+      const local = owner() === null || owner() === user ? load() : {};   // another account's: not this one's
+      try { localStorage.setItem(OWNER_KEY, user); } catch { /* private mode */ }
       const both = {};
       for (const id of new Set([...Object.keys(account), ...Object.keys(local)])) both[id] = merged(account[id], local[id]);
       save(both);
