@@ -89,7 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.MAX_BODY_BYTES)
     if settings.ROOT_PATH:          # … and outermost, added last: every layer knows the path
         app.add_middleware(RootPath, root_path=settings.ROOT_PATH)
-    app.state.templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[root_path])
+    app.state.templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[root_path, may_present])
     app.state.templates.env.globals["languages"] = i18n.switcher
     app.state.templates.env.globals["lesson_names"] = i18n.lesson_names
     app.state.templates.env.globals["accounts_on"] = auth.auth_on(settings)   # progress kept per account
@@ -103,3 +103,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def root_path(request) -> dict:
     """`root` in every page: the path the browser reaches this server under ("" at a site's root)."""
     return {"root": request.scope.get("root_path", "")}
+
+
+def may_present(request) -> dict:
+    """`may_present` in every page: whether the reader may open a lecture room (anyone in the lecture
+    mode; in the hosted lab an admin: a student is not offered a button that answers 403)."""
+    user = request.scope.get("paralab_user")
+    return {"may_present": not auth.auth_on(request.app.state.settings) or bool(user and user.admin)}

@@ -133,3 +133,15 @@ def test_the_lecture_mode_needs_no_account(server):
     assert web.post(server.url + "/api/auth/login", json={"name": "a", "password": "b"}).status_code == 404
     assert web.get(server.url + "/problems").status_code == 200
     assert "Practice problems" in web.get(server.url + "/").text
+
+
+def test_only_those_who_may_open_a_lecture_room_are_offered_one(lab, server):
+    """Opening a room is the admin's in the hosted lab: a student's pages offer no Present (it answered
+    403 on the button itself); the admin's do, and so does the lecture mode's."""
+    offers = ('data-action="present"', 'data-action="present-room"')
+    with client(lab, name="bob", password="bob-pass-1") as bob, client(lab, **ADMIN) as admin:
+        for path in ("/", "/lessons/tp_mlp", "/playground"):
+            assert not any(button in bob.get(path).text for button in offers), path
+        assert bob.post("/api/rooms").status_code == 403
+        assert offers[1] in admin.get("/").text and offers[0] in admin.get("/lessons/tp_mlp").text
+    assert offers[1] in web.get(server.url + "/").text and offers[0] in web.get(server.url + "/lessons/tp_mlp").text
