@@ -118,6 +118,13 @@ def test_three_d_grid_lights_the_tp_group_of_a_collective(page: Page, server):
     # at the end: the DP traffic against its formula
     page.keyboard.press("End")
     expect(grid.locator(".dp-verdict.pass")).to_contain_text("as expected")
+    # its pipeline: 2 stages (not 8 ranks), and no number 3D's ranks do not report (no zeros, nothing pending)
+    pipeline = page.locator("#pipeline")
+    expect(pipeline.locator(".pipeline-head")).to_contain_text("p = 2 ranks")
+    expect(pipeline.locator(".bubble-row.measured .bubble-label")).to_have_text("from the blocks")
+    expect(pipeline.locator(".bubble-row.pending")).to_have_count(0)
+    expect(pipeline.locator(".bubble-row.ideal")).to_have_count(0)
+    expect(pipeline.locator(".peak-table")).to_have_count(0)
 
 
 def test_three_d_sync_every_microbatch_is_m_times_the_dp_traffic(page: Page, server):

@@ -246,6 +246,18 @@ def test_an_exported_run_replays_offline(browser: Browser, server, tmp_path):
     assert asked == [], f"the exported file reached for the network: {asked}"
 
 
+# the panel at the top of the presenter's stage, as room-page.js's visiblePanel finds it
+TOP_PANEL = """() => {
+  const stage = document.querySelector(".stage"), top = Math.max(stage.getBoundingClientRect().top, 0);
+  const panel = [...stage.querySelectorAll(":scope > .panel")].find((p) => !p.hidden && p.getBoundingClientRect().bottom > top + 48);
+  return panel ? panel.id || panel.querySelector(":scope > div[id]")?.id || null : null;
+}"""
+
+
+def room_panel(server, room: dict) -> str | None:
+    return web.get(f"{server.url}/api/rooms/{room['code']}").json()["view"].get("panel")
+
+
 def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page, follower: Page, server):
     """The lecturer's safety net: a run recorded before the lecture, shown to the room from the presenter's
     "Earlier runs" list instead of starting one; the follower's page switches to it like a new run."""
@@ -292,3 +304,47 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     expect(focused).to_have_count(1)
     page.keyboard.press("Escape")
     expect(focused).to_have_count(0, timeout=loaded(2_000))
+
+    # The same run shown again: both pages start it over, together.
+    page.get_by_role("button", name="Earlier runs").click()
+    show.click()
+    expect(counter(page)).to_have_text(f"seq 1 / {total}", timeout=loaded(2_000))
+    expect(counter(follower)).to_have_text(f"seq 1 / {total}", timeout=loaded(2_000))
+
+    # Another lesson: the panel the presenter had scrolled to is the last lesson's, not the followers' to seek.
+    page.locator("#lanes-panel").evaluate("p => p.scrollIntoView({block: 'start'})")
+    deadline = time.monotonic() + loaded(5)
+    while room_panel(server, room) != "lanes-panel":
+        assert time.monotonic() < deadline, "the presenter's panel never reached the room"
+        time.sleep(0.1)
+    page.locator("#room-lesson").select_option("pp")
+    expect(follower.locator(".lesson-title")).to_have_text(web.get(f"{server.url}/api/lessons/pp").json()["title"],
+                                                           timeout=loaded(3_000))
+    page.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'pp', world_size: 2})")
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+    time.sleep(0.5)                                                    # a scroll the new page makes is sent after 250 ms
+    assert room_panel(server, room) in (None, page.evaluate(TOP_PANEL)), (room_panel(server, room), page.evaluate(TOP_PANEL))
+
+
+def test_a_follower_exploring_on_their_own_still_sees_the_run_grow(page: Page, follower: Page, server):
+    """A step-mode run: the follower steps on their own while the presenter lets the ranks run to the
+    end. Their cursor stays theirs, but the run they explore keeps its new events and its end."""
+    room = web.post(f"{server.url}/api/rooms").json()
+    page.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
+    expect(page.locator("#room-role")).to_have_text("Presenter")
+    follower.goto(f"{server.url}/rooms/{room['code']}")
+    expect(follower.locator("#room-role")).to_have_text("Following live")
+    page.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'tp_mlp', world_size: 2, step: true})")
+    expect(follower.locator("#run-status")).to_contain_text("at a gate", timeout=30_000)
+    follower.wait_for_function("window.paralab.store.state.log.length >= 3")
+    at_first = follower.evaluate("window.paralab.store.state.cursor") == 0
+    follower.keyboard.press("ArrowRight" if at_first else "ArrowLeft")   # a step of their own
+    expect(follower.locator("#room-role")).to_have_text("Exploring on your own")
+    seq = follower.evaluate("window.paralab.store.state.cursor")
+    page.keyboard.press("c")                                             # continue: the ranks run to the end
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+    total = page.evaluate("window.paralab.store.state.log.length")
+    expect(follower.locator("#run-status")).to_contain_text("Run done", timeout=loaded(3_000))
+    assert follower.evaluate("window.paralab.store.state.log.length") == total
+    assert follower.evaluate("window.paralab.store.state.cursor") == seq       # still where they went
+    expect(follower.locator("#room-where")).to_have_text(re.compile(r"^presenter at seq \d+$"))

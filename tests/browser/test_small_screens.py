@@ -25,6 +25,11 @@ HEADINGS_UNDER_TOOLS = """() => [...document.querySelectorAll(".stage > .panel")
 })"""
 
 
+# elements marked `hidden` that a stylesheet's `display` draws all the same (Export HTML before any run)
+DRAWN_THOUGH_HIDDEN = """() => [...document.querySelectorAll("[hidden]")].filter((e) => e.getClientRects().length)
+  .map((e) => e.outerHTML.slice(0, 80))"""
+
+
 @pytest.mark.parametrize("width, height", [(1400, 900), (1280, 800), (390, 844)])
 def test_headings_status_and_scrubber_fit_the_screen(sized_page, server, width, height):
     page = sized_page(width, height)
@@ -45,7 +50,8 @@ def test_headings_status_and_scrubber_fit_the_screen(sized_page, server, width, 
 
 def test_no_page_is_wider_than_a_phone(sized_page, server):
     """The index, the playground and every lesson's page with its parameters open, at 390 px: what is
-    wider (a source line, a table) scrolls inside its own box, never the page sideways."""
+    wider (a source line, a table) scrolls inside its own box, never the page sideways; nothing hidden
+    is drawn."""
     page = sized_page(390, 844)
     lessons = [lesson["id"] for lesson in web.get(server.url + "/api/lessons").json()]
     for path in ["/", "/playground", *(f"/lessons/{lesson}" for lesson in lessons)]:
@@ -56,6 +62,7 @@ def test_no_page_is_wider_than_a_phone(sized_page, server):
                 page.locator(".params-toggle").click()
             expect(page.locator("#form-fields")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+        assert page.evaluate(DRAWN_THOUGH_HIDDEN) == [], path
 
 
 def test_arrows_scroll_a_wide_box_with_the_focus(sized_page, server):

@@ -220,7 +220,12 @@ async function requestApply() {
 }
 
 async function apply() {
-  if (role === "follower" && !live) return;
+  if (role === "follower" && !live) {       // exploring: the cursor stays theirs, the run they explore still grows
+    if (room.run && store.state.run?.id === room.run && store.state.log.length < room.events.length) {
+      withApplying(() => store.append(room.events.slice(store.state.log.length)));
+    }
+    return;
+  }
   const lesson = roomLesson();
   if (lesson !== page.dataset.lesson || !currentLesson()) {
     await useLesson(lesson, { values: role === "presenter" && lesson === wanted.lesson ? wanted.values : {} });
@@ -242,6 +247,10 @@ async function apply() {
     });
   } else if (store.state.log.length < room.events.length) {
     withApplying(() => store.append(room.events.slice(store.state.log.length)));
+  }
+  if (role === "presenter" && startShownRun === room.run) {      // the run on screen shown again: from its start,
+    startShownRun = null;                                          // where the room's cursor now is
+    withApplying(() => store.seekSeq(1));
   }
   if (role === "follower") {
     withApplying(() => {
@@ -409,7 +418,7 @@ function syncPicker() {
 }
 picker?.addEventListener("change", async () => {
   if (role !== "presenter") return;
-  sendView({ lesson: picker.value });
+  sendView({ lesson: picker.value, panel: null });   // the last lesson's panel: followers would scroll to it
   await requestApply();
 });
 
@@ -496,7 +505,7 @@ function renderBar() {
   $('[data-action="rejoin"]').hidden = role !== "follower" || live || Boolean(refused);
   const where = $("#room-where");
   where.hidden = role !== "follower" || live || !room.run;
-  where.textContent = t("presenter at seq {n}", { n: room.cursor });
+  where.textContent = store.state.run?.id === room.run ? t("presenter at seq {n}", { n: room.cursor }) : t("presenter on another run");
   const own = $("#own-page");
   const shown = store.state.run;
   own.hidden = !shown || role !== "follower";

@@ -336,11 +336,20 @@ function slotAction(action) {
   return t("stage {stage} {kind} of microbatch {mb}", { ...action, kind: t(KIND_NAMES[action.kind] || action.kind) });
 }
 
-function bubbleMeter(state, { p, m, v, liveBubble, slowStage }) {
+/** Whether the run counts its activations in flight (paralab's pipeline engine does; 3D's does not):
+ * else the panel draws no zeros for them. `contents` is the whole log, so scrubbing never hides them. */
+function countsActivations(contents) {
+  return !contents || ["activations_in_flight", "peak_activations_in_flight"].some((name) => contents.metrics.has(name));
+}
+
+function bubbleMeter(state, { p, m, v, liveBubble, slowStage, contents }) {
   const measured = state.metrics.get("bubble_fraction");
   const ideal = state.metrics.get("bubble_fraction_ideal");
   const idealValue = ideal?.value ?? state.schedule?.bubble_fraction;
   const formula = bubbleFormula(state);
+  // a whole log without the ranks' own numbers: what the blocks say is all there will be
+  const reportsNone = contents?.ended && !contents.metrics.has("bubble_fraction");
+  const hasIdeal = idealValue !== undefined || !contents || contents.kinds.has("schedule") || contents.metrics.has("bubble_fraction_ideal");
   const row = (cls, label, value, how, pending) => h("div", { class: ["bubble-row", cls, pending && "pending"] },
     h("span", { class: "bubble-label" }, label),
     h("span", { class: "bubble-bar", "aria-hidden": "true" }, h("span", { style: { width: `${Math.max(0, Math.min(1, value ?? 0)) * 100}%` } })),
@@ -349,8 +358,10 @@ function bubbleMeter(state, { p, m, v, liveBubble, slowStage }) {
   const rows = [
     measured
       ? row("measured", "measured", measured.value, "idle ÷ (ranks × makespan), timed by the ranks")
-      : row("measured", liveBubble === null ? "measured" : "so far", liveBubble, liveBubble === null ? "arrives at the end of the run" : "from the blocks drawn so far; the ranks report the final number at the end", true),
-    row("ideal", "ideal grid", idealValue ?? null, "idle slots of the grid below"),
+      : reportsNone
+        ? row("measured", "from the blocks", liveBubble, "idle ÷ (ranks × makespan) of the blocks drawn: this program reports no bubble of its own")
+        : row("measured", liveBubble === null ? "measured" : "so far", liveBubble, liveBubble === null ? "arrives at the end of the run" : "from the blocks drawn so far; the ranks report the final number at the end", true),
+    hasIdeal ? row("ideal", "ideal grid", idealValue ?? null, "idle slots of the grid below") : null,
   ];
   const gap = measured && idealValue !== undefined ? measured.value - idealValue : null;
   return h("div", { class: "bubble-meter" },
@@ -507,7 +518,7 @@ export function renderPipeline(container, state, { runId, params, contents }) {
   if (!changed(container, key)) return true;
 
   const schedule = scheduleOf(state, params);
-  const p = state.ranks.length;
+  const p = Number.isInteger(params?.pp) ? params.pp : state.ranks.length;   // stages: 3D's pp, else every rank
   const m = params?.microbatches ?? 0;
   const v = params?.virtual_stages ?? 1;
   const placement = state.schedule?.placement || null;
@@ -535,9 +546,9 @@ export function renderPipeline(container, state, { runId, params, contents }) {
         ? keep(["no-ideal"], () => h("p", { class: "empty" }, "The ideal grid arrives with rank 0's schedule event."))
         : null,
     morph(keep(["numbers"], () => h("div", { class: "pipeline-numbers" })),
-      bubbleMeter(state, { p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage }),
-      peakTable(state)),
-    measured ? activationsSection(keep(["activations"], activationsFrame),
+      bubbleMeter(state, { p, m, v, liveBubble: measured?.liveBubble ?? null, slowStage, contents }),
+      countsActivations(contents) ? peakTable(state) : null),
+    measured && countsActivations(contents) ? activationsSection(keep(["activations"], activationsFrame),
       activationsSvg(state, frame, measured.axis, { slow }, cacheOf(container, "activations"))) : null,
   ].filter(Boolean));
   cache.done();
