@@ -76,6 +76,25 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     assert page.locator('.check.pass[data-check="communication"]').count() == 1
     assert page.locator(".history li").count() == 2
 
+    # Another day: the last verdict is there, and the history's first line, the wrong one, with its code.
+    page.reload()
+    page.locator('.verdict-status[data-state="passed"]').wait_for()
+    expect(page.locator(".verdict-code pre")).to_have_text((REPO / "workers/problems/ring_allreduce/reference.py").read_text())
+    page.locator(".history .history-item").nth(1).click()
+    page.locator('.verdict-status[data-state="failed"]').wait_for()
+    expect(page.locator('.check.fail[data-check="sum"]')).to_have_count(1)
+    expect(page.locator(".verdict-code pre")).to_have_text(wrong_solution("ring_allreduce/chunk_index"))
+
+    # A submission reloaded while it waits or is judged is followed to its verdict.
+    editor.fill((REPO / "workers/problems/ring_allreduce/reference.py").read_text())
+    page.click('[data-action="submit"]')
+    page.locator('.verdict-status:is([data-state="queued"], [data-state="judging"])').wait_for()
+    page.reload()
+    page.locator('.verdict-status:is([data-state="queued"], [data-state="judging"])').wait_for()
+    expect(page.locator('[data-action="cancel"]')).to_be_visible()
+    page.locator('.verdict-status[data-state="passed"]').wait_for(timeout=90_000)
+    expect(page.locator(".history li")).to_have_count(3)
+
 
 def test_a_new_problem_in_chinese_and_its_communication_failure_named(lab, page):
     """The FSDP-style wrapper, in Chinese: its own title, statement and function docs; an all-reduce

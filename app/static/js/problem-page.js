@@ -4,7 +4,9 @@
  * and the values that differ (index, got, expected) or the communication expected and performed.
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
  * in localStorage per learner and problem (and forgotten when they sign out). Submissions go through the fair queue; while one waits, its position shows,
- * and Cancel takes it out of the queue or stops its judging. A verdict links to the run the judge
+ * and Cancel takes it out of the queue or stops its judging; back on the page (a reload, another day)
+ * it is followed again, or the last verdict shows, and each line of the history shows its verdict and
+ * the code it judged. A verdict links to the run the judge
  * watched, recorded as the submission owner's run: the playground's page steps through it in replay.
  * The page's words are in the interface's language and drawn again when it changes. The problem's own
  * words — its title, statement, function docs, the checks' names and details — come in the languages
@@ -95,14 +97,20 @@ export async function startProblemPage(root) {
     if (shown) showVerdict(shown);
     loadHistory();
   });
-  async function send() {
+  function send() {
+    return judged(() => api("POST", "/api/submissions", { problem: id, code: input.value }));
+  }
+
+  /** Follow a submission (`start()` gives it: a new one, or one still waiting when the page opened)
+   * until its verdict, shown with its checks. */
+  async function judged(start) {
     if (busy) return;
     busy = true;
     submit.disabled = true;
     shown = null;
     fill(verdict);
     try {
-      let submission = await api("POST", "/api/submissions", { problem: id, code: input.value });
+      let submission = await start();
       pending = submission.id;
       cancel.hidden = cancel.disabled = false;
       let judgingSince = null;
@@ -116,7 +124,7 @@ export async function startProblemPage(root) {
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
         submission = await api("GET", `/api/submissions/${submission.id}`);
       }
-      showVerdict(submission);
+      showVerdict(submission.code === undefined ? await api("GET", `/api/submissions/${submission.id}`) : submission);
     } catch (error) {
       setStatus("error", () => errorText(error));
     } finally {
@@ -146,18 +154,38 @@ export async function startProblemPage(root) {
       submission.note ? h("p", { class: "verdict-note" }, tText(submission.note)) : null,
       submission.run ? h("p", { class: "verdict-run" }, h("a", { href: here(`/playground?run=${encodeURIComponent(submission.run)}`),
         target: "_blank", rel: "noopener" }, t("Step through this run"))) : null,
-      h("ul", { class: "check-list" }, submission.checks.map(renderCheck)));
+      h("ul", { class: "check-list" }, submission.checks.map(renderCheck)),
+      typeof submission.code === "string" ? h("details", { class: "verdict-code" },
+        h("summary", {}, t("The code you submitted")), h("pre", { translate: "no", tabindex: "0" }, submission.code)) : null);
   }
 
+  /** A past submission's verdict (its history line pressed), with the code it was. */
+  async function showSubmission(sid) {
+    if (busy) return;
+    try {
+      showVerdict(await api("GET", `/api/submissions/${encodeURIComponent(sid)}`));
+    } catch (error) {
+      setStatus("error", () => errorText(error));
+    }
+  }
+
+  /** Your last submissions of this problem, newest first, each a button that shows its verdict. */
   async function loadHistory() {
     try {
       const mine = await api("GET", `/api/submissions?problem=${encodeURIComponent(id)}&limit=10`);
       fill(history, ...mine.map((s) => h("li", { "data-state": s.status },
-        t("{time} — {status}", { time: clock(s.created_at), status: t(s.status) }),
-        s.position ? ` ${t("(position {position})", { position: s.position })}` : "")));
+        h("button", { type: "button", class: "history-item", "data-submission": s.id, onclick: () => showSubmission(s.id) },
+          t("{time} — {status}", { time: clock(s.created_at), status: t(s.status) }),
+          s.position ? ` ${t("(position {position})", { position: s.position })}` : ""))));
+      return mine;
     } catch { /* not signed in any more: the next submit says so */ }
+    return [];
   }
-  loadHistory();
+
+  // Back on the page: a submission still waiting or being judged is followed again; else the last verdict shows.
+  const latest = (await loadHistory())[0];
+  if (latest?.status === "queued" || latest?.status === "judging") judged(async () => latest);
+  else if (latest) showSubmission(latest.id);
 }
 
 /** The verdict in one line: "Failed — 1 of 2 checks passed". */
