@@ -14,6 +14,16 @@ from workers.lessons.course import course
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
 
+def _max_ranks(request: Request, settings) -> int:
+    """The most ranks the reader may start: the server's limit, a student's in the hosted lab (the
+    form offers no world size the server would refuse them)."""
+    from app.auth import auth_on
+    user = request.scope.get("paralab_user")
+    if auth_on(settings) and user is not None and not user.admin:
+        return min(settings.MAX_RANKS, settings.MAX_RANKS_PER_STUDENT)
+    return settings.MAX_RANKS
+
+
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request):
     templates = request.app.state.templates
@@ -26,7 +36,7 @@ def lesson_page(request: Request, lesson_id: str, settings: SettingsDep):
     if lesson is None:
         raise Refusal(404, say("lesson.no_page", "no lesson '{lesson}'", lesson=lesson_id))
     templates = request.app.state.templates
-    return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": settings.MAX_RANKS})
+    return templates.TemplateResponse(request, "lesson.html", {"lesson": lesson, "max_ranks": _max_ranks(request, settings)})
 
 
 @router.get("/jobs/{run_id}", response_class=HTMLResponse)
@@ -48,7 +58,7 @@ def playground_page(request: Request, settings: SettingsDep):
     from workers.lessons.script import examples
     templates = request.app.state.templates
     return templates.TemplateResponse(request, "playground.html", {
-        "lesson": LESSONS["script"], "max_ranks": settings.MAX_RANKS, "examples": examples()})
+        "lesson": LESSONS["script"], "max_ranks": _max_ranks(request, settings), "examples": examples()})
 
 
 @router.get("/rooms/{code}", response_class=HTMLResponse, name="room_page")

@@ -145,3 +145,12 @@ def test_only_those_who_may_open_a_lecture_room_are_offered_one(lab, server):
         assert bob.post("/api/rooms").status_code == 403
         assert offers[1] in admin.get("/").text and offers[0] in admin.get("/lessons/tp_mlp").text
     assert offers[1] in web.get(server.url + "/").text and offers[0] in web.get(server.url + "/lessons/tp_mlp").text
+
+
+def test_a_students_forms_offer_only_the_ranks_they_may_start(lab):
+    """PARALAB_MAX_RANKS_PER_STUDENT is 4 here: a student's lesson page and playground offer world sizes up
+    to 4 (8 was offered, then refused); the admin's up to the server's limit."""
+    with client(lab, name="bob", password="bob-pass-1") as bob, client(lab, **ADMIN) as admin:
+        for path in ("/lessons/three_d", "/playground"):
+            assert 'data-max-ranks="4"' in bob.get(path).text, path
+            assert 'data-max-ranks="16"' in admin.get(path).text, path
