@@ -7,7 +7,8 @@ that follows it happen with no other request in between (30 at once must not sli
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from app.auth import current_user, may_see
 from app.judged_runs import judged_run_id
@@ -22,6 +23,15 @@ router = APIRouter(prefix="/api/submissions", tags=["submissions"])
 class SubmissionCreate(BaseModel):
     problem: str = Field(description="a problem id from GET /api/problems")
     code: str = Field(max_length=MAX_CODE_BYTES, description="the learner's Python file")
+
+    @field_validator("code", mode="before")
+    @classmethod
+    def _not_too_long(cls, code):
+        """Said in the submission's words before pydantic's own "String should have at most 65536 characters"."""
+        if isinstance(code, str) and len(code) > MAX_CODE_BYTES:
+            raise PydanticCustomError("lab.code_too_long", "the submission is {chars} characters long; a submission "
+                                      "holds at most {max} (64 KiB)", {"chars": len(code), "max": MAX_CODE_BYTES})
+        return code
 
 
 def _public(request: Request, submission: dict, code: bool = False) -> dict:

@@ -82,3 +82,12 @@ def test_a_submission_refused_before_it_ran_has_no_run(lab):
     with closing(signed_in(lab, "bob", "bob-pass-1")) as bob:
         submission = judged(bob, "fsdp_wrapper", "import os\n")
         assert submission["status"] == "refused" and submission["run"] is None
+
+
+def test_a_submission_too_long_is_refused_in_its_own_words(lab):
+    with closing(signed_in(lab, "bob", "bob-pass-1")) as bob:
+        answer = bob.post("/api/submissions", json={"problem": "fsdp_wrapper", "code": "#" * 70_000})
+        assert answer.status_code == 422
+        [error] = answer.json()["detail"]
+        assert (error["loc"], error["type"]) == (["body", "code"], "lab.code_too_long")
+        assert error["msg"] == "the submission is 70000 characters long; a submission holds at most 65536 (64 KiB)"
