@@ -45,6 +45,9 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     expect(page.locator("#room-card")).to_be_visible()               # the code, large, with its QR
     expect(page.locator(".room-card-code")).to_have_text(f"{code[:4]}-{code[4:]}")
     assert web.get(f"{server.url}/api/rooms/{code}/qr.svg").headers["content-type"].startswith("image/svg")
+    expect(page.locator(".room-card-local")).to_contain_text("--host 0.0.0.0")      # 127.0.0.1: phones cannot follow
+    by_name = web.get(f"{server.url}/rooms/{code}", headers={"host": "lab.example"}).text
+    assert 'class="room-card-code"' in by_name and "room-card-local" not in by_name     # an address others can reach
     page.get_by_role("button", name="Hide").click()
 
     # A student types the code as they read it: lower case, with its dash.
