@@ -89,6 +89,9 @@ def test_presenter_and_follower_in_step(page: Page, follower: Page, server):
     page.keyboard.press("b")
     expect(page.locator(".blank-screen")).to_be_visible()
     expect(follower.locator(".blank-screen")).to_be_visible(timeout=loaded(1_000))
+    expect(follower.locator(".blank-note")).to_be_visible()
+    expect(follower.locator(".blank-note")).to_have_text("The presenter has blanked the screen.")   # not a crash
+    expect(page.locator(".blank-note")).to_be_hidden()                                           # the projector: black
     page.keyboard.press("b")
     expect(follower.locator(".blank-screen")).to_be_hidden(timeout=loaded(1_000))
     expect(page.locator(".blank-screen")).to_be_hidden()

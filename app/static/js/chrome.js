@@ -117,7 +117,8 @@ export function toggleBlank(on = !(blank && !blank.hidden)) {
   if (!blank) {
     blank = h("div", { class: "blank-screen", hidden: true, role: "dialog", "aria-modal": "true", "aria-label": "The screen is blank. Press B to come back.",
                        tabindex: "-1", onclick: () => toggleBlank(false) },
-      h("p", { class: "visually-hidden" }, "The screen is blank. Press B to come back."));
+      h("p", { class: "visually-hidden" }, "The screen is blank. Press B to come back."),
+      h("p", { class: "blank-note" }, "The presenter has blanked the screen."));   // a follower's only: else it looks broken
     document.body.append(blank);
   }
   const changed = blank.hidden === on;
