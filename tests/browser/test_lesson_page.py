@@ -342,3 +342,18 @@ def test_a_block_averaged_heatmap_shows_the_exact_value_from_the_full_tensor_on_
     expect(tooltip).to_contain_text("[0, 0] = ")              # not "≈ … (block mean)" once fetched
     shown = float(tooltip.inner_text().split("= ")[1].split(" ")[0])
     assert shown == pytest.approx(exact, rel=1e-3, abs=1e-4)
+
+
+def test_a_lesson_page_lists_its_earlier_runs_each_told_apart(page: Page, server):
+    """Before a run is chosen the page lists the lesson's earlier runs: their parameters as the form says
+    them (a parameter left to its default reads "default", not "null"), when (to the second), and each
+    opens its run."""
+    run = server.run("collectives", 2, {"op": "broadcast"})
+    page.goto(f"{server.url}/lessons/collectives")
+    row = page.locator(f'#recent-runs li:has(a[href*="run={run["id"]}"])')
+    expect(row.locator("a")).to_contain_text("2 ranks")
+    expect(row.locator("a")).to_contain_text("size default")
+    expect(row.locator("a")).not_to_contain_text("null")
+    expect(row.locator(".recent-when")).to_have_text(re.compile(r"· \d\d:\d\d:\d\d$"))
+    row.locator("a").click()
+    expect(counter(page)).to_have_text(re.compile(rf"/ {run['events']}$"))

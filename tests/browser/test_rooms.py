@@ -311,8 +311,12 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
     page.keyboard.press("Escape")
     expect(focused).to_have_count(0, timeout=loaded(2_000))
 
-    # The same run shown again: both pages start it over, together.
+    # The same run shown again (marked as the one on screen): both pages start it over, together.
     page.get_by_role("button", name="Earlier runs").click()
+    row = page.locator('#room-earlier li[aria-current="true"]')
+    expect(row).to_have_count(1)
+    expect(row.locator(".recent-current")).to_have_text("on screen")
+    expect(row.locator(".recent-when")).to_have_text(re.compile(r"· \d\d:\d\d:\d\d$"))   # runs a minute apart told apart
     show.click()
     expect(counter(page)).to_have_text(f"seq 1 / {total}", timeout=loaded(2_000))
     expect(counter(follower)).to_have_text(f"seq 1 / {total}", timeout=loaded(2_000))

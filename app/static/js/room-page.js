@@ -362,7 +362,7 @@ async function showEarlier(show = earlier.hidden) {
     if (response.ok) runs = await response.json();
   } catch { /* none to offer */ }
   const list = $("#room-earlier-list");
-  renderRecentRuns(list, runs, page.dataset.lesson, { onShow: showToRoom, limit: 12 });
+  renderRecentRuns(list, runs, page.dataset.lesson, { onShow: showToRoom, limit: 12, current: room.run });
   $("#room-earlier-empty").hidden = !list.hidden;
   list.querySelector("button")?.focus();
 }
