@@ -20,7 +20,7 @@ import httpx
 
 from tests import web
 from tests.browser.sign_in import submit_sign_in
-from tests.browser.untranslated import Finding, english_words, own_words, run_from_page, switch_to_chinese, untranslated
+from tests.browser.untranslated import Finding, english_words, own_words, switch_to_chinese, untranslated
 from tests.problems.wrong import wrong_solution
 from workers.judge import ALLOWED_IMPORTS
 
@@ -128,8 +128,15 @@ def audit_problem_page(page, base_url: str, admin: httpx.Client, look) -> None:
 
 
 def audit_student_ranks(page, base_url: str, look) -> None:
-    """A lesson run with more ranks than a student may start: the 422 beside the world size."""
-    run_from_page(page, base_url, "tp_mlp", 8, {}, wait=False)
+    """A student's form offers no more ranks than they may start (4); a run asked with more all the same (a
+    page older than the limit, say) gets the 422 beside the world size."""
+    page.goto(f"{base_url}/lessons/tp_mlp")
+    switch_to_chinese(page)
+    page.wait_for_selector(".run-button:not([disabled])")
+    assert max(page.eval_on_selector_all('input[name="world_size"]', "els => els.map((e) => Number(e.value))")) == 4
+    page.evaluate("""() => Object.assign(document.querySelector('input[name="world_size"][value="4"]'),
+                                        { value: "8", checked: true })""")
+    page.locator(".run-button").click()
     page.wait_for_selector(".field-error:not([hidden])")
     look("lesson: a student's run with too many ranks")
 
