@@ -49,6 +49,14 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     editor = page.locator(".editor-input")
     assert "def ring_all_reduce" in editor.input_value()            # the starter code
     assert page.locator(".editor-highlight .py-kw").count() > 0     # highlighted
+    starter = editor.input_value()
+    editor.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text("x = 'my work'\n")
+    page.get_by_role("button", name="Starter code").click()          # the starter back, as an edit: undoable
+    expect(editor).to_have_value(starter)
+    page.keyboard.press("Control+Z")
+    expect(editor).to_have_value("x = 'my work'\n")
 
     editor.fill(wrong_solution("ring_allreduce/chunk_index"))
     editor.press("Control+Enter")

@@ -2,7 +2,8 @@
  * A practice problem: its statement, an editor (a <textarea> under a highlighted <pre>, the lesson
  * pages' Python highlighter), and the judge's answer per check — passed or failed, the failing ranks,
  * and the values that differ (index, got, expected) or the communication expected and performed.
- * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits. The draft is kept
+ * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits; Starter code is an
+ * edit Ctrl+Z takes back. The draft is kept
  * in localStorage per learner and problem (and forgotten when they sign out). Submissions go through the fair queue; while one waits, its position shows,
  * and Cancel takes it out of the queue or stops its judging; back on the page (a reload, another day)
  * it is followed again, or the last verdict shows, and each line of the history shows its verdict and
@@ -80,7 +81,12 @@ export async function startProblemPage(root) {
     }
   });
   root.querySelector('[data-action="reset"]').addEventListener("click", () => {
-    input.value = problem.starter;
+    // as an edit of the text, not a new value: Ctrl+Z (⌘Z) brings the learner's code back
+    input.focus();
+    input.select();
+    if (!document.execCommand("insertText", false, problem.starter)) input.value = problem.starter;
+    input.setSelectionRange(0, 0);
+    input.scrollTop = 0;
     paint();
   });
   submit.addEventListener("click", send);
