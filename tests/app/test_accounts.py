@@ -154,3 +154,15 @@ def test_a_students_forms_offer_only_the_ranks_they_may_start(lab):
         for path in ("/lessons/three_d", "/playground"):
             assert 'data-max-ranks="4"' in bob.get(path).text, path
             assert 'data-max-ranks="16"' in admin.get(path).text, path
+
+
+def test_the_course_page_says_who_is_signed_in_and_signs_out(lab, server):
+    """In the hosted lab the index — where a learner lands — holds the lab's links, the account and Sign
+    out (a shared machine's next learner must find it); the lecture mode's holds none."""
+    with client(lab, name="bob", password="bob-pass-1") as bob:
+        page = bob.get("/").text
+        assert 'data-user="bob"' in page and 'data-action="sign-out"' in page and "/problems" in page
+        assert '/admin"' not in page                                    # a student's: no Admin link
+    with client(lab, **ADMIN) as admin:
+        assert '/admin"' in admin.get("/").text
+    assert 'data-action="sign-out"' not in web.get(server.url + "/").text

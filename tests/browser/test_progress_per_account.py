@@ -49,8 +49,8 @@ def test_on_a_shared_machine_the_next_learner_sees_nothing_of_the_last(lab, page
         editor = page.locator(".editor-input")
         expect(editor).to_be_editable()
         editor.fill("def ring_allreduce(x):\n    return 'ada was here'\n")
-        if signs_out:
-            page.locator(".lab-user").click()
+        if signs_out:                                                   # from the course page, where learners land
+            page.goto(lab.url + "/")
             page.locator('[data-action="sign-out"]').click()
             page.wait_for_url("**/login")
             assert page.evaluate("Object.keys(localStorage).filter((k) => k.startsWith('paralab:'))"
