@@ -17,10 +17,10 @@ import secrets
 from pathlib import Path
 from urllib.parse import quote
 
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, Request
 
 from app.accounts import Accounts, User
-from app.messages import Refusal, say
+from app.messages import Refusal, error_page, say, wants_a_page
 from app.settings import Settings
 
 LOCAL = User("local", "admin", None)     # the one user of the lecture mode: may do everything
@@ -112,6 +112,8 @@ class AuthGate:
             return
         status, message = ((403, say("auth.admin_only", "only an admin may do this")) if user
                            else (401, say("auth.sign_in_first", "sign in first")))
+        if user is not None and wants_a_page(request := Request(scope)):   # signed in already: a sign-in form would not help
+            return await error_page(request, 403, message.text, signed_in_as=user.name)(scope, receive, send)
         if path.startswith("/api/"):
             body = json.dumps(message.body()).encode()
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

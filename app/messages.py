@@ -53,12 +53,27 @@ def refusal_body(status_code: int, detail) -> dict:
     return {"detail": detail, "code": "validation" if isinstance(detail, list) else f"http.{status_code}", "params": {}}
 
 
-async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def http_error(request: Request, exc: StarletteHTTPException):
     message = getattr(exc, "message", None)
     body = message.body() if isinstance(message, Message) else refusal_body(exc.status_code, exc.detail)
     if exc.status_code in (204, 304):
         return JSONResponse(None, status_code=exc.status_code, headers=exc.headers)
+    if exc.status_code in PAGE_TITLES and wants_a_page(request):
+        return error_page(request, exc.status_code, body.get("detail") or "")
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+PAGE_TITLES = {403: "Not for this account", 404: "Not found"}
+
+
+def wants_a_page(request) -> bool:
+    """A browser asking for a page (not the API, which always answers JSON)."""
+    return not request.url.path.startswith(("/api/", "/ws/")) and "text/html" in request.headers.get("accept", "")
+
+
+def error_page(request, status_code: int, message: str, signed_in_as: str | None = None):
+    return request.app.state.templates.TemplateResponse(request, "error.html", {
+        "title": PAGE_TITLES[status_code], "message": message, "signed_in_as": signed_in_as}, status_code=status_code)
 
 
 def _english(value):

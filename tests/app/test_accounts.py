@@ -166,3 +166,19 @@ def test_the_course_page_says_who_is_signed_in_and_signs_out(lab, server):
     with client(lab, **ADMIN) as admin:
         assert '/admin"' in admin.get("/").text
     assert 'data-action="sign-out"' not in web.get(server.url + "/").text
+
+
+def test_a_page_refused_or_missing_is_a_page_for_a_browser_and_json_for_a_client(lab):
+    """A student who opens /admin is told it is an admin's, as whom they are signed in (not sent to a
+    sign-in form); a missing problem is a page saying so. API clients still read JSON."""
+    page = {"accept": "text/html,application/xhtml+xml"}
+    with client(lab, name="bob", password="bob-pass-1") as bob:
+        admin = bob.get("/admin", headers=page, follow_redirects=False)
+        assert admin.status_code == 403 and "text/html" in admin.headers["content-type"]
+        assert "only an admin may do this" in admin.text and ">bob</span>" in admin.text
+        missing = bob.get("/problems/nope", headers=page)
+        assert missing.status_code == 404 and "<h1>Not found</h1>" in missing.text and "nope" in missing.text
+        assert bob.get("/problems/nope").headers["content-type"].startswith("application/json")
+        assert bob.get("/api/admin/users", headers=page).headers["content-type"].startswith("application/json")
+    with client(lab) as stranger:                                          # not signed in: to the sign-in form
+        assert stranger.get("/admin", headers=page, follow_redirects=False).status_code == 303

@@ -35,12 +35,12 @@ def test_two_browsers_of_one_learner_share_their_progress_and_saves_add_up(tmp_p
                                                            "tp_mlp": {"answered": [2], "questions": 4}}}).json()
     assert merged == {"lessons": {"ring_allreduce": {"ran": True, "answered": [0, 1], "questions": 3},
                                   "tp_mlp": {"ran": False, "answered": [2], "questions": 4}}}
-    assert laptop.get("/api/progress").json() == merged
-    assert bob.get("/api/progress").json() == {"lessons": {}}
+    assert laptop.get("/api/progress").json() == {"user": "ada", **merged}
+    assert bob.get("/api/progress").json() == {"user": "bob", "lessons": {}}
     assert TestClient(app).get("/api/progress").status_code == 401
     assert admin.delete("/api/admin/users/ada").status_code in (200, 204)
     assert admin.post("/api/admin/users", json={"name": "ada", "password": "ada-pass-2"}).status_code == 201
-    assert browser(app, "ada", "ada-pass-2").get("/api/progress").json() == {"lessons": {}}   # a new ada starts afresh
+    assert browser(app, "ada", "ada-pass-2").get("/api/progress").json() == {"user": "ada", "lessons": {}}   # a new ada starts afresh
 
 
 def test_bad_progress_is_refused_naming_what_is_wrong(tmp_path):
@@ -53,7 +53,7 @@ def test_bad_progress_is_refused_naming_what_is_wrong(tmp_path):
                          ({"ring_allreduce": {"ran": "perhaps"}}, "valid boolean")]:
         refused = admin.put("/api/progress", json={"lessons": lessons})
         assert refused.status_code == 422 and why in str(refused.json()["detail"]), (lessons, refused.json())
-    assert admin.get("/api/progress").json() == {"lessons": {}}
+    assert admin.get("/api/progress").json() == {"user": "admin", "lessons": {}}
 
 
 def test_in_the_lecture_mode_progress_stays_in_the_browser(tmp_path):
