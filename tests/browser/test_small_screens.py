@@ -89,3 +89,51 @@ def test_arrows_scroll_a_wide_box_with_the_focus(sized_page, server):
     page.locator("h1").first.click()                                 # the focus off the box
     page.keyboard.press("ArrowRight")
     assert page.evaluate(cursor) == 2
+
+
+# a step-mode row's parts drawn over each other, or the stepper's buttons past its panel's edge
+STEPPER_CROWDED = """() => {
+  const meets = (a, b) => a.left < b.right && a.right > b.left && a.top < b.bottom && a.bottom > b.top;
+  const panel = document.querySelector("#stepper").getBoundingClientRect();
+  const rows = [...document.querySelectorAll(".stepper-rank")].filter((row) => {
+    const release = row.querySelector(".release")?.getBoundingClientRect();
+    const words = document.createRange();                 // the words themselves: they may run out of their box
+    words.selectNodeContents(row.querySelector(".stepper-what"));
+    return release && [...words.getClientRects()].some((r) => r.width > 0 && meets(release, r));
+  }).map((row) => row.textContent.trim().slice(0, 40));
+  const out = [...document.querySelectorAll("#stepper button")].filter((b) => b.getBoundingClientRect().right > panel.right + 1)
+    .map((b) => b.textContent.trim());
+  return [...rows, ...out];
+}"""
+
+
+def test_step_mode_on_a_phone_keeps_each_ranks_row_readable(sized_page, server):
+    """A lesson page's step-mode run, and a lecture room's followed on a phone: each rank's release
+    button under what the rank does, not over it; the stepper's buttons inside its panel; the
+    presenter's status whole beside the room's code."""
+    page = sized_page(390, 844)
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
+    page.locator("#step-mode").check()
+    page.locator(".run-button").click()
+    expect(page.locator("#run-status")).to_contain_text("at a gate", timeout=45_000)
+    expect(page.locator(".stepper-rank .release")).to_have_count(2)
+    assert page.evaluate(STEPPER_CROWDED) == []
+    page.keyboard.press("c")                                           # continue: the run ends
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+
+    room = web.post(f"{server.url}/api/rooms").json()
+    presenter, phone = sized_page(1280, 800), sized_page(390, 844)
+    presenter.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
+    expect(presenter.locator("#room-role")).to_have_text("Presenter")
+    phone.goto(f"{server.url}/rooms/{room['code']}")
+    expect(phone.locator("#room-role")).to_have_text("Following live")
+    presenter.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'tp_mlp', world_size: 2, step: true})")
+    expect(phone.locator("#run-status")).to_contain_text("at a gate", timeout=45_000)
+    expect(phone.locator(".stepper-rank .release")).to_have_count(2)
+    assert phone.evaluate(STEPPER_CROWDED) == []
+    status = presenter.locator("#run-status")                          # beside the room's code at 1280: whole
+    expect(status).to_contain_text("at a gate")
+    assert status.evaluate("pill => pill.scrollWidth <= pill.clientWidth && pill.scrollHeight <= pill.clientHeight"), \
+        status.inner_text()
+    presenter.keyboard.press("c")
+    expect(presenter.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
