@@ -267,13 +267,16 @@ def _check(problem_id: str, texts: list[str | None], wire_bytes, stop: threading
 
 
 def _merge(results: list[dict]) -> list[dict]:
-    """One row per check: passed only if it passed on every rank; the failing ranks named."""
+    """One row per check: passed only if it passed on every rank; the failing ranks named; `compared`
+    false for a check that could not be made (the traffic of ranks that hung): neither pass nor fail."""
     merged: dict[str, dict] = {}
     for r in results:
         if r.get("kind") != "check":
             continue
         row = merged.setdefault(r["name"], {"name": r["name"], "passed": True, "detail": r.get("detail", ""),
-                                            "failing_ranks": [], "first_failure": None})
+                                            "failing_ranks": [], "first_failure": None, "compared": True})
+        if r.get("compared") is False:
+            row["compared"] = False
         if not r["passed"]:
             row["passed"] = False
             row["failing_ranks"].append(r["rank"])
@@ -282,6 +285,8 @@ def _merge(results: list[dict]) -> list[dict]:
 
 
 def format_check(check: dict) -> str:
+    if check.get("compared") is False:
+        return f"NOT COMPARED {check['name']}: {check['detail']}"
     if check["passed"]:
         return f"PASS {check['name']}"
     failure = check["first_failure"]

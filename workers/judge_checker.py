@@ -32,6 +32,7 @@ def traffic(world: int, reported: list[list[dict]], wire_bytes: int | None, rais
             hung: bool = False) -> list[dict]:
     """One row per rank: the bytes measured on the wire against those the reported calls send."""
     claimed = sum(call.wire_bytes(world) for calls in reported for call in performed(calls, ("collective", "p2p")))
+    compared = False        # not compared: it neither passes nor fails the submission (said as such, not as a pass)
     if hung:                # a hung call was begun, never completed
         passed, detail = True, "the ranks' traffic was not compared: the judge stopped ranks that were hung inside calls"
     elif raised:            # a call that raised was begun, not made: the count proves nothing either way
@@ -39,10 +40,11 @@ def traffic(world: int, reported: list[list[dict]], wire_bytes: int | None, rais
     elif wire_bytes is None:
         passed, detail = True, "the ranks' traffic was not measured here (no network namespace of its own)"
     else:
-        passed = wire_bytes >= WIRE_SLACK * claimed
+        passed, compared = wire_bytes >= WIRE_SLACK * claimed, True
         detail = (f"the ranks' calls, as reported, send {claimed} bytes; the kernel counted {wire_bytes} on the "
                   "sandbox's loopback" + ("" if passed else " — the reported calls were not all made"))
-    return [row(rank, "traffic", passed, detail, claimed_bytes=claimed, wire_bytes=wire_bytes) for rank in range(world)]
+    return [row(rank, "traffic", passed, detail, claimed_bytes=claimed, wire_bytes=wire_bytes, compared=compared)
+            for rank in range(world)]
 
 
 def check(problem_id: str, reports: list[str | None], wire_bytes: int | None = None) -> dict:

@@ -148,6 +148,10 @@ def test_a_deadlock_shows_the_seconds_while_judged_then_the_hang_report(lab, pag
     assert f"rank 2: waits in send to rank 3 at your line {send_line}: dist.send(" in report
     assert "rank 3: finished its program" in report
     assert page.locator(".verdict-reason").bounding_box()["height"] > 4 * 14     # one line per rank
+    # the traffic of ranks stopped inside calls was not compared: said so, and not counted as a pass
+    expect(page.locator(".verdict-status")).to_have_text(re.compile(r"^Failed — 0 of 2 checks passed \(1 not compared\)$"))
+    expect(page.locator('.check.skipped[data-check="traffic"] .check-badge')).to_have_text("NOT COMPARED")
+    expect(page.locator(".check").filter(has_text="max abs error inf")).to_have_count(0)
 
 
 def test_the_problem_list_shows_each_title_in_the_interfaces_language(lab, page):

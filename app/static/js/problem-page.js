@@ -194,16 +194,20 @@ export async function startProblemPage(root) {
   else if (latest) showSubmission(latest.id);
 }
 
-/** The verdict in one line: "Failed — 1 of 2 checks passed". */
+/** The verdict in one line: "Failed — 1 of 2 checks passed (1 not compared)". A check that could not be
+ * made (the traffic of ranks that hung) is neither a pass nor a failure. */
 function verdictLine(submission) {
-  const total = submission.checks.length;
-  const passed = submission.checks.filter((c) => c.passed).length;
-  return {
+  const made = submission.checks.filter((c) => c.compared !== false);
+  const total = made.length;
+  const passed = made.filter((c) => c.passed).length;
+  const skipped = submission.checks.length - total;
+  const line = {
     passed: () => t("Passed — all {total} checks", { total }),
     failed: () => t("Failed — {passed} of {total} checks passed", { passed, total }),
     refused: () => t("Refused — not run"),
     cancelled: () => t("Cancelled"),
   }[submission.status]?.() ?? t(submission.status);
+  return skipped && total ? `${line} ${t("({n} not compared)", { n: skipped })}` : line;
 }
 
 const num = (v) => (typeof v === "number" ? Number(v.toPrecision(6)).toString() : String(v));
@@ -242,14 +246,15 @@ function byIndex(a, b) {
 function renderCheck(check) {
   const failure = check.first_failure;
   const ranks = check.failing_ranks.join(", ");
-  return h("li", { class: ["check", check.passed ? "pass" : "fail"], "data-check": check.name },
+  const made = check.compared !== false;
+  return h("li", { class: ["check", !made ? "skipped" : check.passed ? "pass" : "fail"], "data-check": check.name },
     h("div", { class: "check-head" },
-      h("span", { class: "check-badge" }, check.passed ? t("PASS") : t("FAIL")),
+      h("span", { class: "check-badge" }, !made ? t("NOT COMPARED") : check.passed ? t("PASS") : t("FAIL")),
       problemsOwn("strong", {}, check.name),
       check.passed ? null : h("span", { class: "check-ranks" },
         ` ${t(check.failing_ranks.length > 1 ? "on ranks {ranks}" : "on rank {ranks}", { ranks })}`)),
     check.detail ? problemsOwn("p", { class: "check-detail" }, check.detail) : null,
-    failure && failure.max_abs_err !== undefined ? h("p", {}, t("max abs error {error}", { error: num(failure.max_abs_err) })) : null,
+    typeof failure?.max_abs_err === "number" ? h("p", {}, t("max abs error {error}", { error: num(failure.max_abs_err) })) : null,   // not "inf": a rank that reported nothing
     failure?.differences?.length ? h("table", { class: "lab-table differences" },
       h("thead", {}, h("tr", {}, h("th", {}, t("rank")), h("th", {}, t("at")), h("th", {}, t("got")), h("th", {}, t("expected")))),
       h("tbody", {}, [...failure.differences].sort(byIndex).map((d) => h("tr", {},
