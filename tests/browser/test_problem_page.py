@@ -82,6 +82,8 @@ def test_sign_in_submit_wrong_then_right_and_see_the_checks(lab, page):
     assert page.locator(".check.fail").count() == 0
     assert page.locator('.check.pass[data-check="sum"]').count() == 1
     assert page.locator('.check.pass[data-check="communication"]').count() == 1
+    # one sentence for the check of every rank (it named rank 0's neighbour: "to rank 1", for ranks 0–3)
+    expect(page.locator('[data-check="communication"] .check-detail')).to_contain_text("each rank to the next, rank + 1 mod p")
     assert page.locator(".history li").count() == 2
 
     # Another day: the last verdict is there, and the history's first line, the wrong one, with its code.

@@ -13,6 +13,7 @@ def verify(rank: int, world: int, outputs: dict, calls: list[dict]) -> list[dict
     passed = not collectives and len(sends) == 2 * (world - 1) and not wrong
     return [compare(rank, outputs, "sum", expected, "the ring's result against the sum of every rank's input"),
             fact(rank, "communication", passed,
-                 f"no collective; 2(p−1) = {2 * (world - 1)} sends of one chunk ({N_PER_RANK} elements) to rank {right}",
+                 f"no collective; 2(p−1) = {2 * (world - 1)} sends of one chunk ({N_PER_RANK} elements), each rank to "
+                 "the next, rank + 1 mod p",   # one sentence for every rank: the page shows the check once for all
                  [f"{2 * (world - 1)} × send to rank {right} of [{N_PER_RANK}]"],
                  [f"{op} (collective)" for op in collectives] + [f"send to rank {c['peer']} of {c['shape']}" for c in sends])]
