@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 from tests import web
 from tests.app.test_failures import line_of
 from tests.browser.conftest import counter, drawn, seq_of
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.browser
 
@@ -357,3 +358,17 @@ def test_a_lesson_page_lists_its_earlier_runs_each_told_apart(page: Page, server
     expect(row.locator(".recent-when")).to_have_text(re.compile(r"· \d\d:\d\d:\d\d$"))
     row.locator("a").click()
     expect(counter(page)).to_have_text(re.compile(rf"/ {run['events']}$"))
+
+
+def test_the_playgrounds_earlier_runs_name_the_file_not_its_whole_text(sized_page, server):
+    """A program's text is its run's page's to show, not a line of the list (it ran the list, and on a
+    phone the page, past the screen's edge); a long name wraps."""
+    source = (REPO / "workers/lessons/script/examples/ring.py").read_text()
+    name = "a_rather_long_file_name_for_a_phone_to_wrap_somewhere.py"
+    run = server.run("script", 2, {"source": source, "filename": name})
+    page = sized_page(390, 844)
+    page.goto(f"{server.url}/playground")
+    row = page.locator(f'#recent-runs li:has(a[href*="run={run["id"]}"])')
+    expect(row.locator("a")).to_contain_text(f"filename {name}")
+    expect(row.locator("a")).not_to_contain_text("import torch")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

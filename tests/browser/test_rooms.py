@@ -332,8 +332,10 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
                                                            timeout=loaded(3_000))
     page.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'pp', world_size: 2})")
     expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
-    time.sleep(0.5)                                                    # a scroll the new page makes is sent after 250 ms
-    assert room_panel(server, room) in (None, page.evaluate(TOP_PANEL)), (room_panel(server, room), page.evaluate(TOP_PANEL))
+    deadline = time.monotonic() + loaded(3)                            # the presenter's panel is sent 250 ms after it moves
+    while room_panel(server, room) not in (None, page.evaluate(TOP_PANEL)):
+        assert time.monotonic() < deadline, (room_panel(server, room), page.evaluate(TOP_PANEL))
+        time.sleep(0.1)
 
 
 def test_a_follower_exploring_on_their_own_still_sees_the_run_grow(page: Page, follower: Page, server):

@@ -444,6 +444,10 @@ function onPresenterScroll() {
 }
 stage.addEventListener("scroll", onPresenterScroll, { passive: true });
 window.addEventListener("scroll", onPresenterScroll, { passive: true });
+// A panel shown or hidden (a run's log chose the panels: another lesson's, say) moves what is on top without a scroll.
+new MutationObserver((changes) => {
+  if (changes.some((c) => c.target.parentElement === stage)) onPresenterScroll();
+}).observe(stage, { attributes: true, attributeFilter: ["hidden"], subtree: true });
 
 let shownPanel = null;
 function showPanel(id) {

@@ -13,6 +13,9 @@ function when(seconds) {
   return `${relative} · ${at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false })}`;
 }
 
+/** A program's text (the playground's `source`): its run's page shows it, not a line of a list. */
+const isProgram = (value) => typeof value === "string" && (value.includes("\n") || value.length > 60);
+
 /** Each list on the page and what it was drawn from: drawn again in a new language. */
 const shown = new Map();
 document.addEventListener("paralab:lang", () => {
@@ -34,7 +37,8 @@ export function renderRecentRuns(container, runs, lessonId, { onShow = null, lim
       const query = new URLSearchParams({ world_size: r.world_size, ...r.params, run: r.id });
       return h("li", { "aria-current": r.id === current ? "true" : null },
         h("a", { href: `?${query}` }, tPlural(r.world_size, "{n} rank", "{n} ranks"),
-          h("span", { class: "recent-params" }, Object.entries(r.params).map(([k, v]) => ` · ${k} ${v === null ? t("default") : v}`).join(""))),
+          h("span", { class: "recent-params" }, Object.entries(r.params).filter(([, v]) => !isProgram(v))
+            .map(([k, v]) => ` · ${k} ${v === null ? t("default") : v}`).join(""))),
         r.id === current ? h("span", { class: "recent-current" }, "on screen") : null,
         h("span", { class: `recent-status status-${r.status}` }, t(r.status)),
         h("span", { class: "recent-when" }, when(r.created_at)),
