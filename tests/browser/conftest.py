@@ -173,3 +173,18 @@ def loaded(bound: float) -> float:
     core (the last minute's load average) when there are more than the cores, as a page's wall time
     stretches by as much; never below `bound`."""
     return bound * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+def step_run_in_a_room(server, presenter, follower, lesson: str = "tp_mlp") -> dict:
+    """A lecture room opened by `presenter`, `follower` following it live, and a step-mode run of `lesson`
+    on 2 ranks begun through the room's socket, its ranks at their first gates: the room ({code, secret})."""
+    from playwright.sync_api import expect
+    from tests import web
+    room = web.post(f"{server.url}/api/rooms").json()
+    presenter.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson={lesson}")
+    expect(presenter.locator("#room-role")).to_have_text("Presenter")
+    follower.goto(f"{server.url}/rooms/{room['code']}")
+    expect(follower.locator("#room-role")).to_have_text("Following live")
+    presenter.evaluate(f"window.paralab.room.socket.send({{op: 'run', lesson: '{lesson}', world_size: 2, step: true}})")
+    expect(follower.locator("#run-status")).to_contain_text("at a gate", timeout=45_000)
+    return room

@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from app.rooms import Room
 from tests import web
-from tests.browser.conftest import counter, loaded, open_page
+from tests.browser.conftest import counter, loaded, open_page, step_run_in_a_room
 from tests.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -341,13 +341,7 @@ def test_the_presenter_shows_an_earlier_run_and_the_follower_sees_it(page: Page,
 def test_a_follower_exploring_on_their_own_still_sees_the_run_grow(page: Page, follower: Page, server):
     """A step-mode run: the follower steps on their own while the presenter lets the ranks run to the
     end. Their cursor stays theirs, but the run they explore keeps its new events and its end."""
-    room = web.post(f"{server.url}/api/rooms").json()
-    page.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
-    expect(page.locator("#room-role")).to_have_text("Presenter")
-    follower.goto(f"{server.url}/rooms/{room['code']}")
-    expect(follower.locator("#room-role")).to_have_text("Following live")
-    page.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'tp_mlp', world_size: 2, step: true})")
-    expect(follower.locator("#run-status")).to_contain_text("at a gate", timeout=30_000)
+    step_run_in_a_room(server, page, follower)
     follower.wait_for_function("window.paralab.store.state.log.length >= 3")
     at_first = follower.evaluate("window.paralab.store.state.cursor") == 0
     follower.keyboard.press("ArrowRight" if at_first else "ArrowLeft")   # a step of their own

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import web
-from tests.browser.conftest import drawn
+from tests.browser.conftest import drawn, step_run_in_a_room
 
 pytestmark = pytest.mark.browser
 
@@ -121,14 +121,8 @@ def test_step_mode_on_a_phone_keeps_each_ranks_row_readable(sized_page, server):
     page.keyboard.press("c")                                           # continue: the run ends
     expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
 
-    room = web.post(f"{server.url}/api/rooms").json()
     presenter, phone = sized_page(1280, 800), sized_page(390, 844)
-    presenter.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson=tp_mlp")
-    expect(presenter.locator("#room-role")).to_have_text("Presenter")
-    phone.goto(f"{server.url}/rooms/{room['code']}")
-    expect(phone.locator("#room-role")).to_have_text("Following live")
-    presenter.evaluate("window.paralab.room.socket.send({op: 'run', lesson: 'tp_mlp', world_size: 2, step: true})")
-    expect(phone.locator("#run-status")).to_contain_text("at a gate", timeout=45_000)
+    step_run_in_a_room(server, presenter, phone)
     expect(phone.locator(".stepper-rank .release")).to_have_count(2)
     assert phone.evaluate(STEPPER_CROWDED) == []
     status = presenter.locator("#run-status")                          # beside the room's code at 1280: whole
