@@ -3,12 +3,12 @@
  * pages' Python highlighter), and the judge's answer per check — passed or failed, the failing ranks,
  * and the values that differ (index, got, expected) or the communication expected and performed.
  * Tab indents with four spaces, Shift+Tab dedents, Ctrl+Enter (⌘+Enter) submits; Starter code is an
- * edit Ctrl+Z takes back. The draft is kept
- * in localStorage per learner and problem (and forgotten when they sign out). Submissions go through the fair queue; while one waits, its position shows,
- * and Cancel takes it out of the queue or stops its judging; back on the page (a reload, another day)
- * it is followed again, or the last verdict shows, and each line of the history shows its verdict and
- * the code it judged. A verdict links to the run the judge
- * watched, recorded as the submission owner's run: the playground's page steps through it in replay.
+ * edit Ctrl+Z takes back. The draft is kept in localStorage per learner and problem (and forgotten when
+ * they sign out). Submissions go through the fair queue; while one waits, its position shows, and
+ * Cancel takes it out of the queue or stops its judging; back on the page (a reload, another day) it is
+ * followed again, or the last verdict shows, and each line of the history shows its verdict and the code
+ * it judged. A verdict links to the run the judge watched, recorded as the submission owner's run: the
+ * playground's page steps through it in replay.
  * The page's words are in the interface's language and drawn again when it changes. The problem's own
  * words — its title, statement, function docs, the checks' names and details — come in the languages
  * the problem has (statement.<lang>.md, texts.<lang>.json); where it lacks the current one they stay
