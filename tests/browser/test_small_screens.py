@@ -131,3 +131,20 @@ def test_step_mode_on_a_phone_keeps_each_ranks_row_readable(sized_page, server):
         status.inner_text()
     presenter.keyboard.press("c")
     expect(presenter.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+
+
+def test_a_phone_that_left_the_presenter_keeps_the_way_back_on_screen(sized_page, server):
+    """A tap on the scrubber is enough to leave the presenter; far down the page, Rejoin live is still
+    on screen (the room bar had scrolled away, and a phone has no L key)."""
+    presenter, phone = sized_page(1280, 800), sized_page(390, 844)
+    step_run_in_a_room(server, presenter, phone)
+    phone.wait_for_function("window.paralab.store.state.log.length >= 3")
+    phone.locator("#scrubber [data-action='first']").click()
+    expect(phone.locator("#room-role")).to_have_text("Exploring on your own")
+    phone.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    rejoin = phone.get_by_role("button", name="Rejoin live")
+    expect(rejoin).to_be_in_viewport()
+    rejoin.click()
+    expect(phone.locator("#room-role")).to_have_text("Following live")
+    presenter.keyboard.press("c")
+    expect(presenter.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
