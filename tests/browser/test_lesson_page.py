@@ -372,3 +372,23 @@ def test_the_playgrounds_earlier_runs_name_the_file_not_its_whole_text(sized_pag
     expect(row.locator("a")).to_contain_text(f"filename {name}")
     expect(row.locator("a")).not_to_contain_text("import torch")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_step_runs_summary_says_when_every_member_is_inside_the_collective(page: Page, server):
+    """Scrubbing a step-mode run back to where both ranks are inside the same all-reduce: the stepper's
+    sentence says the data moves (it said the ranks were running to their next call)."""
+    page.goto(f"{server.url}/lessons/tp_mlp?world_size=2")
+    page.locator("#step-mode").check()
+    page.locator(".run-button").click()
+    expect(page.locator("#run-status")).to_contain_text("at a gate", timeout=45_000)
+    page.keyboard.press("c")
+    expect(page.locator("#run-status")).to_contain_text("Run done", timeout=45_000)
+    log = page.evaluate("window.paralab.store.state.log")
+    calls = [(i, e) for i, e in enumerate(log) if e["kind"] == "collective"]
+    first = (calls[0][1]["group"], calls[0][1]["cseq"])                   # the first all-reduce: both ranks' begins,
+    of_first = [(i, e["phase"]) for i, e in calls if (e["group"], e["cseq"]) == first]   # then its ends
+    both_in = max(i for i, phase in of_first if phase == "begin")
+    assert both_in < min(i for i, phase in of_first if phase == "end")
+    page.evaluate(f"window.paralab.store.seek({both_in})")
+    expect(page.locator(".stepper-rank .stepper-text")).to_have_text([re.compile("^inside all_reduce")] * 2)
+    expect(page.locator(".stepper-summary")).to_have_text("Every member has arrived: the data moves.")

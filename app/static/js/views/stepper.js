@@ -75,6 +75,7 @@ function summary(rows) {
   if (blocked.some((b) => b.step.call === "collective")) parts[parts.length - 1] += t(" — a collective is a rendezvous");
   if (!parts.length) {
     if (rows.every((r) => r.step.kind === "finished")) return "Every rank has finished.";
+    if (rows.every((r) => r.step.kind === "inside" || r.step.kind === "finished")) return "Every member has arrived: the data moves.";
     if (rows.some((r) => r.step.kind === "running" || r.step.kind === "inside")) return "The ranks are running to their next call.";
     return "Waiting for the ranks to reach their first call.";
   }
