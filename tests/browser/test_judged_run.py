@@ -1,6 +1,7 @@
 """A judged submission links to its run (issue #16, point 8): a student submits a wrong FSDP wrapper
 (an all-reduce where the reduce-scatter belongs), follows the verdict's "Step through this run" to
-the playground's page in replay, and steps to the failing collective, on their own line."""
+the playground's page in replay (from its first event, titled as the submission it is), and steps to
+the failing collective, on their own line."""
 
 from __future__ import annotations
 
@@ -48,8 +49,9 @@ def test_a_wrong_submission_links_to_its_run_stepped_to_the_failing_collective(l
     replay = opened.value
     run_id = re.search(r"run=([\w-]+)", replay.url).group(1)
     log = events_of(lab, run_id)
-    expect(counter(replay)).to_have_text(re.compile(rf"/ {len(log)}$"), timeout=30_000)
+    expect(counter(replay)).to_have_text(f"seq 1 / {len(log)}", timeout=30_000)       # from its start
     expect(replay.locator(".source-tab")).to_have_text(["submission.py"])
+    expect(replay.locator(".lesson-title")).to_have_text("Your submission, as the judge ran it")   # not "Your own program"
 
     failing = next(e for e in log if e["kind"] == "collective" and e["op"] == "all_reduce" and e["phase"] == "begin")
     replay.keyboard.press("Home")

@@ -62,6 +62,7 @@ export const host = {
 const writeUrl = urlWriter(250);
 let lesson = null;
 let connection = null;
+let judgedShown = false;   // the run shown is a practice problem's submission, as the judge ran it
 let connectionState = "idle";
 
 /** The state at the end of the log: what the ranks are doing now (what the stepper's buttons act on). */
@@ -167,6 +168,10 @@ export function openRun(run, { seq = null } = {}) {
 async function startRun(event) {
   event.preventDefault();
   clearErrors(form);
+  if (judgedShown) {                                  // the program runs again as one's own, not judged
+    judgedShown = false;
+    showLessonWords();
+  }
   const { world_size, params } = readParamsForm(form);
   if (host.start) return host.start({ lesson: lessonId, world_size, params, step: stepToggle.checked });
   runButton.disabled = true;
@@ -203,6 +208,8 @@ async function openRecordedRun(runId, seq, described) {
   }
   writeParamsForm(form, run);
   stepToggle.checked = Boolean(run.step);
+  judgedShown = runId.startsWith("judged-");       // a practice problem's submission, as the judge ran it
+  showLessonWords();
   openRun(run, { seq });
 }
 
@@ -260,10 +267,13 @@ async function fetchInCurrentLang(id) {
   }
 }
 
-/** The lesson's title and summary in the current language (its texts.<lang>.json, else the English). */
+/** The lesson's title and summary in the current language (its texts.<lang>.json, else the English); a
+ * judged submission's replay says it is one (the playground's words read as one's own program). */
 function showLessonWords() {
-  $(".lesson-title").textContent = lessonField("title", lesson.title);
-  $(".lesson-summary").textContent = lessonField("summary", lesson.summary);
+  $(".lesson-title").textContent = judgedShown ? t("Your submission, as the judge ran it") : lessonField("title", lesson.title);
+  $(".lesson-summary").textContent = judgedShown
+    ? t("The run the judge watched, every call of your code on its ranks: step through it. Run runs the program again as your own, not judged.")
+    : lessonField("summary", lesson.summary);
 }
 
 export const currentLesson = () => lesson;

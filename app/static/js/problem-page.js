@@ -158,7 +158,7 @@ export async function startProblemPage(root) {
     fill(verdict,
       submission.reason ? h("p", { class: "verdict-reason" }, tText(submission.reason)) : null,
       submission.note ? h("p", { class: "verdict-note" }, tText(submission.note)) : null,
-      submission.run ? h("p", { class: "verdict-run" }, h("a", { href: here(`/playground?run=${encodeURIComponent(submission.run)}`),
+      submission.run ? h("p", { class: "verdict-run" }, h("a", { href: here(`/playground?run=${encodeURIComponent(submission.run)}&seq=1`),
         target: "_blank", rel: "noopener" }, t("Step through this run"))) : null,
       h("ul", { class: "check-list" }, submission.checks.map(renderCheck)),
       typeof submission.code === "string" ? h("details", { class: "verdict-code" },
