@@ -143,3 +143,13 @@ def test_a_dns_rebinding_name_cannot_start_a_run(browser, server):
             body: JSON.stringify({lesson: "script", world_size: 2, params: {source: "print(1)"}})});
             return [r.status, (await r.json()).detail]; }""")
     assert answer[0] == 403 and "a name that is not an IP address or localhost" in answer[1]
+
+
+def test_a_run_link_this_server_does_not_have_says_so_where_it_is_seen(sized_page, server):
+    """`/playground?run=…` of a run that is not here (another user's, one deleted): the refusal is on
+    screen, not under the editor below the fold (y = 830 of a laptop's 800)."""
+    page = sized_page(1280, 800)
+    page.goto(f"{server.url}/playground?run=0123456789ab")
+    refusal = page.locator(".form-error")
+    expect(refusal).to_have_text("There is no run 0123456789ab on this server.")
+    expect(refusal).to_be_in_viewport()

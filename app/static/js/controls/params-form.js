@@ -214,5 +214,6 @@ export function showErrors(form, detail) {
   }
   setExpanded(form, true);
   const first = form.querySelector(".field.invalid input, .field.invalid select, .field.invalid textarea");
-  first?.focus();
+  if (first) first.focus();
+  else form.querySelector(".form-error:not([hidden])")?.scrollIntoView({ block: "center" });   // below a long editor, say
 }
