@@ -227,11 +227,12 @@ class Accounts:
 
     def classes(self) -> list[dict]:
         return [{"name": r["name"], "code": r["code"],
-                 "students": self._q("SELECT COUNT(*) AS n FROM users WHERE class=?", (r["name"],))[0]["n"]}
+                 "students": self._q("SELECT COUNT(*) AS n FROM users WHERE class=? AND role='student'", (r["name"],))[0]["n"]}
                 for r in self._q("SELECT * FROM classes ORDER BY name")]
 
     def sign_up(self, code: str, name: str, password: str) -> User:
-        rows = self._q("SELECT name FROM classes WHERE code=?", ((code or "").strip().upper(),))
+        typed = re.sub(r"[^0-9A-F]", "", (code or "").upper())   # as typed: case and dashes do not matter
+        rows = [r for r in self._q("SELECT name, code FROM classes") if r["code"].replace("-", "") == typed and typed]
         if not rows:
             raise AccountError(say("account.no_signup_code", "no class has that sign-up code"))
         return self.create_user(name, password, "student", rows[0]["name"])

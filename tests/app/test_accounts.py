@@ -60,7 +60,8 @@ def test_sign_in_wrong_password_sign_out_and_sign_up_with_a_class_code(lab):
         assert bad.status_code == 422 and "sign-up code" in bad.json()["detail"]
         short = c.post("/api/auth/signup", json={"code": lab.code, "name": "carol", "password": "short"})
         assert short.status_code == 422 and "8 characters" in short.json()["detail"]
-        joined = c.post("/api/auth/signup", json={"code": lab.code.lower(), "name": "carol", "password": "carol-pass"})
+        typed = lab.code.lower().replace("-", " ")                           # as typed: case and dashes do not matter
+        joined = c.post("/api/auth/signup", json={"code": typed, "name": "carol", "password": "carol-pass"})
         assert joined.status_code == 201 and joined.json()["class"] == "cs101"
         assert c.get("/api/auth/me").json()["name"] == "carol"          # signed in at once
         taken = c.post("/api/auth/signup", json={"code": lab.code, "name": "bob", "password": "another-pw"})
@@ -182,3 +183,12 @@ def test_a_page_refused_or_missing_is_a_page_for_a_browser_and_json_for_a_client
         assert bob.get("/api/admin/users", headers=page).headers["content-type"].startswith("application/json")
     with client(lab) as stranger:                                          # not signed in: to the sign-in form
         assert stranger.get("/admin", headers=page, follow_redirects=False).status_code == 303
+
+
+def test_a_class_counts_its_students_not_its_staff(lab):
+    with client(lab, **ADMIN) as admin:
+        assert admin.post("/api/admin/users", json={"name": "tam", "password": "tam-pass-12", "role": "admin",
+                                                    "class": "cs101"}).status_code == 201
+        students = {c["name"]: c["students"] for c in admin.get("/api/admin/classes").json()}["cs101"]
+        names = [u["name"] for u in admin.get("/api/admin/users").json() if u.get("class") == "cs101" and u["role"] == "student"]
+        assert students == len(names) and "tam" not in names
