@@ -13,7 +13,7 @@ class ThreeDParams(LessonParams):
     microbatches: int = Field(4, ge=1, le=32, description="m, microbatches per replica")
     hidden: int = Field(8, ge=1, le=128, description="model width")
     ffn: int = Field(16, ge=1, le=512, description="MLP inner width (split across tp)")
-    seed: int = Field(0, ge=0, le=SEED_MAX)
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="seed for the inputs and weights")
     mistake: Literal["none", "sync_every_microbatch", "sync_before_last_backward"] = Field(
         "none", description="where the DP gradient sync goes wrong inside a pipeline")
 
