@@ -69,8 +69,8 @@ def room_page(request: Request, code: str, settings: SettingsDep):
     templates = request.app.state.templates
     room = request.app.state.rooms.get(code)
     if room is None:
-        return templates.TemplateResponse(request, "room-missing.html", {"code": normalise_code(code)[:24]},
-                                          status_code=404)
+        return templates.TemplateResponse(request, "room-missing.html",
+                                          {"code": normalise_code(code)[:24], "title": "No such room"}, status_code=404)
     if code != room.code:
         return RedirectResponse(request.url_for("room_page", code=room.code), status_code=307)
     run = request.app.state.manager.get(room.run) if room.run else None

@@ -11,6 +11,8 @@ import re
 
 import pytest
 
+from tests import web
+
 sync_api = pytest.importorskip("playwright.sync_api")
 
 # Assertions wait as long as actions do: two cores running a server, ranks and a browser are slow
@@ -178,8 +180,7 @@ def loaded(bound: float) -> float:
 def step_run_in_a_room(server, presenter, follower, lesson: str = "tp_mlp") -> dict:
     """A lecture room opened by `presenter`, `follower` following it live, and a step-mode run of `lesson`
     on 2 ranks begun through the room's socket, its ranks at their first gates: the room ({code, secret})."""
-    from playwright.sync_api import expect
-    from tests import web
+    expect = sync_api.expect
     room = web.post(f"{server.url}/api/rooms").json()
     presenter.goto(f"{server.url}/rooms/{room['code']}#secret={room['secret']}&lesson={lesson}")
     expect(presenter.locator("#room-role")).to_have_text("Presenter")

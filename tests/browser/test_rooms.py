@@ -191,6 +191,9 @@ def test_a_wrong_code_or_secret_is_refused(page: Page, server):
     response = page.goto(f"{server.url}/rooms/ZZZZZZZ2")
     assert response.status == 404
     expect(page.get_by_role("heading", name="No such room")).to_be_visible()
+    page.get_by_label("Join a room").fill("zzzz-zzz3")                  # its own join form: another try
+    page.get_by_role("button", name="Join", exact=True).click()
+    expect(page.locator(".join-error")).to_have_text("No room ZZZZ-ZZZ3: unknown or expired code")
 
     code = web.post(f"{server.url}/api/rooms").json()["code"]
     page.goto(f"{server.url}/rooms/{code}#secret=not-the-secret")
